@@ -1,0 +1,80 @@
+# continuity.artemis: set up, demo and test from a fresh checkout (as root, on Debian 12).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ARTEMIS_VERSION := 2.56.0
+ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(ARTEMIS_VERSION)-bin.tar.gz
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY := .tools/bin/toxiproxy-server
+COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
+VENV := .venv
+PYTHON312 := $(firstword $(shell command -v python3.12) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump
+TESTBED := tests/testbed/testbed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean
+
+help:
+	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
+	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
+	@echo "make test    setup, then lint, sanity, unit and integration tests"
+
+setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_ARCHIVE) $(TOXIPROXY) $(COLLECTION_LINK)
+
+.cache/apt.done:
+	@mkdir -p .cache
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+$(VENV)/.installed: requirements-dev.txt
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 is needed (ansible-core 2.21); none found" >&2; exit 1; }
+	$(PYTHON312) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	@touch $@
+
+$(ARTEMIS_ARCHIVE):
+	@mkdir -p $(dir $@)
+	mvn -q dependency:copy -Dartifact=org.apache.artemis:apache-artemis:$(ARTEMIS_VERSION):tar.gz:bin \
+	  -DoutputDirectory=$(CURDIR)/$(dir $@)
+
+$(TOXIPROXY):
+	@mkdir -p $(dir $@)
+	GOBIN=$(CURDIR)/.cache/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	cp .cache/gobin/server $@
+
+$(COLLECTION_LINK):
+	@mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
+
+testbed-up: setup
+	$(TESTBED) up $(TESTBED_ARGS)
+
+testbed-down:
+	$(TESTBED) down
+
+demo: testbed-up
+	ansible-playbook -i inventories/testbed site.yml
+	@$(VENV)/bin/python tests/testbed/demo_info.py
+
+lint: setup
+	ansible-lint --profile production
+
+sanity: setup
+	tests/sanity.sh
+
+unit: setup
+	pytest tests/unit
+
+integration: setup
+	pytest tests/integration
+
+test: lint sanity unit integration
+
+clean: testbed-down
+	rm -rf $(VENV) .collections .cache/gobin
