@@ -4,11 +4,13 @@ SHELL := /bin/bash
 
 ARTEMIS_VERSION := 2.56.0
 ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(ARTEMIS_VERSION)-bin.tar.gz
+# The unpacked distribution: its command-line client for the demo, its brokers for the unit tests.
+export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION)
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .tools/bin/toxiproxy-server
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
 VENV := .venv
-PYTHON312 := $(firstword $(shell command -v python3.12) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump
 TESTBED := tests/testbed/testbed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -21,7 +23,7 @@ help:
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint, sanity, unit and integration tests"
 
-setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_ARCHIVE) $(TOXIPROXY) $(COLLECTION_LINK)
+setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK)
 
 .cache/apt.done:
 	@mkdir -p .cache
@@ -43,6 +45,10 @@ $(ARTEMIS_ARCHIVE):
 	mvn -q dependency:copy -Dartifact=org.apache.artemis:apache-artemis:$(ARTEMIS_VERSION):tar.gz:bin \
 	  -DoutputDirectory=$(CURDIR)/$(dir $@)
 
+$(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)
+	tar -xzf $(ARTEMIS_ARCHIVE) -C $(dir $(ARTEMIS_ARCHIVE))
+	@touch $@
+
 $(TOXIPROXY):
 	@mkdir -p $(dir $@)
 	GOBIN=$(CURDIR)/.cache/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
@@ -60,7 +66,7 @@ testbed-down:
 
 demo: testbed-up
 	ansible-playbook -i inventories/testbed site.yml
-	@$(VENV)/bin/python tests/testbed/demo_info.py
+	@$(VENV)/bin/python tests/testbed/demo_info.py "$(ARTEMIS_HOME)"
 
 lint: setup
 	ansible-lint --profile production

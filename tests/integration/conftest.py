@@ -1,0 +1,48 @@
+"""Integration fixtures: a real test bed (tests/testbed/testbed) and real playbook runs against it.
+
+The test bed is built once per session. Set KEEP_TESTBED=1 to leave it up afterwards (and reuse it next time).
+"""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from support.estate import Estate, TESTBED, run_playbook
+
+
+def _testbed(*args, check=True):
+    return subprocess.run([TESTBED, *args], check=check, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    args = ["up", "--dcs", "2", "--nodes-per-dc", "1"]
+    if os.environ.get("TESTBED_SYSTEMD") == "1":
+        args.append("--systemd")
+    _testbed(*args)
+    yield
+    if os.environ.get("KEEP_TESTBED") != "1":
+        _testbed("heal", check=False)
+        _testbed("down", check=False)
+
+
+@pytest.fixture(scope="session")
+def estate(testbed):
+    """The test bed after site.yml has converged on it once."""
+    started = time.monotonic()
+    result = run_playbook("site.yml")
+    assert result.rc == 0, result.output[-6000:]
+    estate = Estate.from_testbed()
+    estate.record_timing("site_converge_s", time.monotonic() - started)
+    return estate
+
+
+@pytest.fixture(autouse=True)
+def _healthy_wan(request):
+    """Every test starts and ends with a healed, undelayed WAN, whatever happened inside it."""
+    yield
+    if "testbed" in request.fixturenames or "estate" in request.fixturenames:
+        _testbed("heal", check=False)
+        _testbed("wan", "--delay-ms", "0", check=False)

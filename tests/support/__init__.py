@@ -1,0 +1,1 @@
+"""Support code shared by the collection's tests (AMQP clients, local brokers)."""

@@ -1,0 +1,1247 @@
+"""AMQP 1.0 and Jolokia test-client helpers for Apache Artemis.
+
+Used by the unit and integration tests of the continuity.artemis collection to
+put messages on brokers, look at them, take them off again, keep a steady load
+running across a swapover, and read broker state over Jolokia.
+
+Everything here talks to a real broker. AMQP uses python-qpid-proton's blocking
+API (``proton.utils.BlockingConnection``); each function opens its own
+connection and closes it again. Each ``Producer``/``Consumer`` thread has its
+own connection (and its own proton container), so nothing is shared between
+threads.
+
+The ledgers are meant to back claims of zero loss and zero duplicates, so they
+report only what the broker actually said:
+
+* a message counts as *accepted* only when the broker settled its delivery with
+  the Accepted outcome;
+* a message the broker settled in any other way (rejected, released,
+  modified) counts as *rejected*;
+* a message written to a connection that dropped before the broker settled it
+  counts as *uncertain*: it may or may not be stored.
+
+URLs look like ``amqp://127.0.0.1:5672``. User and password are passed
+separately and never appear in error messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import itertools
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from proton import (
+    Data,
+    Delivery,
+    Endpoint,
+    Handler,
+    Message,
+    ProtonException,
+    Timeout,
+)
+from proton.reactor import Copy, ReceiverOption, SenderOption
+from proton.utils import BlockingConnection
+
+__all__ = [
+    "AmqpError",
+    "SendError",
+    "ReceiveError",
+    "JolokiaError",
+    "ReceivedMessage",
+    "ProducerRecord",
+    "ConsumerRecord",
+    "send",
+    "browse",
+    "receive",
+    "Producer",
+    "Consumer",
+    "wait_for",
+    "jolokia_request",
+    "jolokia_read",
+    "jolokia_exec",
+    "jolokia_search",
+    "broker_mbean",
+    "address_mbean",
+    "queue_mbean",
+    "broker_connection_mbean",
+    "queue_message_count",
+    "queue_names",
+    "mirror_snf_queue_name",
+    "mirror_backlog",
+    "broker_connection_connected",
+]
+
+
+# --------------------------------------------------------------------------
+# errors and records
+# --------------------------------------------------------------------------
+
+
+class AmqpError(Exception):
+    """An AMQP operation against a broker failed."""
+
+
+class SendError(AmqpError):
+    """Not every message of a :func:`send` call was accepted by the broker.
+
+    ``accepted`` holds the ids the broker did accept (in send order);
+    ``not_accepted`` maps every other id to what happened to it
+    (``"rejected: ..."``, ``"released"``, ``"uncertain: ..."``, ``"not sent"``).
+    """
+
+    def __init__(self, message: str, accepted: list[str], not_accepted: dict[str, str]):
+        super().__init__(message)
+        self.accepted = accepted
+        self.not_accepted = not_accepted
+
+
+class ReceiveError(AmqpError):
+    """:func:`receive` did not get the requested number of messages in time.
+
+    Nothing was consumed: the messages that did arrive were released back to
+    the queue. ``received`` holds them, for the error report.
+    """
+
+    def __init__(self, message: str, received: list["ReceivedMessage"]):
+        super().__init__(message)
+        self.received = received
+
+
+class JolokiaError(Exception):
+    """A Jolokia request failed (HTTP error, or a Jolokia error status)."""
+
+    def __init__(self, message: str, http_status: int | None = None,
+                 jolokia_status: int | None = None, error_type: str | None = None,
+                 error: str | None = None):
+        super().__init__(message)
+        self.http_status = http_status
+        self.jolokia_status = jolokia_status
+        self.error_type = error_type
+        self.error = error
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    """A message as received (or browsed) from a broker.
+
+    ``delivery_count`` is the AMQP header's value. Artemis 2.56 reports
+    4294967295 (-1 as uint) when *browsing* a mirrored copy on a mirror target;
+    consumers there see 0. Don't read much into it for browsed messages.
+    """
+
+    id: str | None
+    body: Any
+    properties: dict
+    durable: bool
+    delivery_count: int
+    annotations: dict
+    address: str | None
+
+    @property
+    def seq(self) -> int | None:
+        value = self.properties.get("seq")
+        return int(value) if value is not None else None
+
+
+@dataclass
+class ProducerRecord:
+    """One message in a :class:`Producer`'s ledger.
+
+    ``outcome`` is ``"pending"`` (written, not yet settled), ``"accepted"``,
+    ``"rejected"`` (settled by the broker with another outcome; ``detail``
+    says which) or ``"uncertain"`` (the connection dropped before the broker
+    settled it). Times are ``time.time()`` seconds.
+    """
+
+    id: str
+    seq: int
+    sent_at: float
+    connection: int
+    outcome: str = "pending"
+    settled_at: float | None = None
+    detail: str | None = None
+
+
+@dataclass
+class ConsumerRecord:
+    """One delivery in a :class:`Consumer`'s ledger (one row per delivery, so a
+    redelivered message appears twice). ``accepted_at`` is when the consumer
+    sent the Accepted disposition (``None`` if it did not)."""
+
+    id: str | None
+    seq: int | None
+    received_at: float
+    connection: int
+    delivery_count: int
+    accepted_at: float | None = None
+
+
+# --------------------------------------------------------------------------
+# low level helpers
+# --------------------------------------------------------------------------
+
+#: link capabilities that make Artemis treat an address as ANYCAST (a queue)
+_QUEUE_CAPABILITY = "queue"
+
+
+def _put_symbol_array(data: Data, values: Iterable[str]) -> None:
+    data.put_array(False, Data.SYMBOL)
+    data.enter()
+    for value in values:
+        data.put_symbol(value)
+    data.exit()
+
+
+class _TargetCapabilities(SenderOption):
+    def __init__(self, *capabilities: str):
+        self.capabilities = capabilities
+
+    def apply(self, sender):
+        _put_symbol_array(sender.target.capabilities, self.capabilities)
+
+
+class _SourceCapabilities(ReceiverOption):
+    def __init__(self, *capabilities: str):
+        self.capabilities = capabilities
+
+    def apply(self, receiver):
+        _put_symbol_array(receiver.source.capabilities, self.capabilities)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without any user:password part, for messages."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urllib.parse.urlunsplit(parts)
+
+
+def _connect(url: str, user: str | None, password: str | None, *, timeout: float,
+             heartbeat: float | None = None, role: str = "client") -> BlockingConnection:
+    kwargs: dict[str, Any] = {
+        "timeout": timeout,
+        "container_id": f"continuity-test-{role}-{uuid.uuid4().hex[:8]}",
+        "allow_insecure_mechs": True,
+    }
+    if heartbeat:
+        kwargs["heartbeat"] = heartbeat
+    if user is not None:
+        kwargs.update(user=user, password=password or "", allowed_mechs="PLAIN")
+    else:
+        kwargs["allowed_mechs"] = "ANONYMOUS"
+    try:
+        return BlockingConnection(url, **kwargs)
+    except (ProtonException, OSError) as exc:
+        raise AmqpError(f"cannot connect to {_safe_url(url)} as {user!r}: {exc}") from exc
+
+
+def _close_quietly(conn: BlockingConnection | None, timeout: float = 2.0) -> None:
+    if conn is None:
+        return
+    try:
+        conn.timeout = timeout
+        conn.close()
+    except Exception:  # noqa: BLE001 - best effort cleanup of a maybe-dead connection
+        pass
+
+
+def _wait(conn: BlockingConnection, condition: Callable[[], bool], timeout: float) -> bool:
+    """Process events until ``condition()`` or ``timeout``; True if the condition holds."""
+    try:
+        conn.wait(condition, timeout=max(timeout, 0.001))
+    except Timeout:
+        pass
+    return bool(condition())
+
+
+def _id_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """Proton's symbol/ulong/etc. subclasses -> plain Python values (for comparisons)."""
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return value
+
+
+def _to_received(msg: Message, delivery: Delivery | None = None) -> ReceivedMessage:
+    count = msg.delivery_count or 0
+    return ReceivedMessage(
+        id=_id_text(msg.id),
+        body=_plain(msg.body),
+        properties=_plain(dict(msg.properties or {})),
+        durable=bool(msg.durable),
+        delivery_count=int(count),
+        annotations=_plain(dict(msg.annotations or {})),
+        address=msg.address,
+    )
+
+
+def _outcome_name(state: Any) -> str:
+    names = {
+        Delivery.ACCEPTED: "accepted",
+        Delivery.REJECTED: "rejected",
+        Delivery.RELEASED: "released",
+        Delivery.MODIFIED: "modified",
+        Delivery.RECEIVED: "received",
+    }
+    return names.get(state, f"state {state!r}")
+
+
+def _describe_rejection(delivery: Delivery) -> str:
+    text = _outcome_name(delivery.remote_state)
+    condition = getattr(delivery.remote, "condition", None)
+    if condition is not None:
+        text += f": {condition.name}: {condition.description}"
+    return text
+
+
+def _make_message(msg_id: str, seq: int, body: Any, properties: Mapping[str, Any] | None,
+                  durable: bool, address: str | None = None) -> Message:
+    props = dict(properties or {})
+    props["seq"] = seq
+    msg = Message(id=msg_id, body=body, durable=durable, properties=props)
+    if address is not None:
+        msg.address = address
+    return msg
+
+
+def _properties_for(properties: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None,
+                    seq: int) -> Mapping[str, Any] | None:
+    if callable(properties):
+        return properties(seq)
+    return properties
+
+
+class _SettlementHandler(Handler):
+    """Link handler for a sender: reports each delivery once, when the broker settles it."""
+
+    def __init__(self, on_settled: Callable[[Delivery], None]):
+        self._on_settled = on_settled
+
+    def on_delivery(self, event):
+        delivery = event.delivery
+        if delivery.settled and not getattr(delivery, "_ct_reported", False):
+            delivery._ct_reported = True
+            try:
+                self._on_settled(delivery)
+            finally:
+                delivery.settle()
+
+
+class _ReceiveHandler(Handler):
+    """Link handler for a receiver: decodes complete deliveries, hands them on."""
+
+    def __init__(self, on_message: Callable[[Message, Delivery], None]):
+        self._on_message = on_message
+
+    def on_delivery(self, event):
+        delivery = event.delivery
+        link = event.link
+        if not delivery.readable or delivery.partial:
+            return
+        if getattr(delivery, "_ct_seen", False):
+            return
+        delivery._ct_seen = True
+        data = link.recv(delivery.pending)
+        link.advance()
+        msg = Message()
+        msg.decode(data)
+        self._on_message(msg, delivery)
+
+
+# --------------------------------------------------------------------------
+# one-shot operations
+# --------------------------------------------------------------------------
+
+
+def send(url: str, user: str | None, password: str | None, address: str,
+         bodies_or_count: int | Sequence[Any],
+         properties: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None,
+         durable: bool = True, id_prefix: str | None = None, *,
+         anycast: bool = True, timeout: float = 30.0, window: int = 200) -> list[str]:
+    """Send messages to ``address`` and return the ids the broker accepted.
+
+    ``bodies_or_count`` is either a sequence of bodies (str, bytes, dict,
+    list, ...) or a number of messages, whose bodies are then
+    ``"<id_prefix>-<seq>"``. Each message gets a unique message id
+    ``"<id_prefix>-<seq>"`` (``seq`` counts from 0), ``durable`` in its header,
+    the caller's application ``properties`` (a mapping, or a callable taking
+    ``seq`` and returning one) and a ``seq`` property.
+
+    With ``anycast`` (the default) the sender link asks for the ``queue``
+    capability, so an auto-created address is ANYCAST with a queue of the same
+    name. (Without it Artemis auto-creates a MULTICAST address with no queue,
+    accepts the messages and drops them.) Up to ``window`` messages are in
+    flight at once.
+
+    Raises :class:`SendError` (with the accepted ids attached) unless every
+    message was settled Accepted within ``timeout`` seconds, and
+    :class:`AmqpError` if no connection or link could be opened.
+    """
+    if isinstance(bodies_or_count, int):
+        count = bodies_or_count
+        bodies: Sequence[Any] | None = None
+    else:
+        bodies = list(bodies_or_count)
+        count = len(bodies)
+    prefix = id_prefix or f"msg-{uuid.uuid4().hex[:12]}"
+    ids = [f"{prefix}-{seq}" for seq in range(count)]
+    outcome: dict[str, str] = {}
+
+    def settled(delivery: Delivery) -> None:
+        # proton keeps attributes set on a Delivery wrapper in the C object's
+        # record, so the event's wrapper sees what was set at send time
+        msg_id = getattr(delivery, "_ct_id", None)
+        if msg_id is None:
+            return
+        if delivery.remote_state == Delivery.ACCEPTED:
+            outcome[msg_id] = "accepted"
+        else:
+            outcome[msg_id] = _describe_rejection(delivery)
+
+    conn = _connect(url, user, password, timeout=timeout, role="send")
+    deadline = time.monotonic() + timeout
+    failure: str | None = None
+    try:
+        options = [_TargetCapabilities(_QUEUE_CAPABILITY)] if anycast else None
+        try:
+            sender = conn.create_sender(address, handler=_SettlementHandler(settled), options=options)
+        except ProtonException as exc:
+            raise AmqpError(f"cannot open sender to {address!r} on {_safe_url(url)}: {exc}") from exc
+        link = sender.link
+        next_seq = 0
+        try:
+            while len(outcome) < count:
+                while (next_seq < count and link.credit > 0
+                       and next_seq - len(outcome) < window):
+                    seq = next_seq
+                    body = bodies[seq] if bodies is not None else ids[seq]
+                    msg = _make_message(ids[seq], seq, body, _properties_for(properties, seq), durable)
+                    delivery = link.send(msg)
+                    delivery._ct_id = ids[seq]
+                    next_seq += 1
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    failure = "timed out waiting for settlement"
+                    break
+                done = len(outcome)
+                sent = next_seq
+                _wait(conn, lambda: len(outcome) > done or (link.credit > 0 and sent < count
+                                                              and sent - len(outcome) < window),
+                      min(remaining, 1.0))
+        except ProtonException as exc:
+            failure = f"connection failed: {exc}"
+        accepted = [i for i in ids if outcome.get(i) == "accepted"]
+        if len(accepted) == count:
+            return accepted
+        not_accepted = {}
+        for seq, msg_id in enumerate(ids):
+            state = outcome.get(msg_id)
+            if state == "accepted":
+                continue
+            if state is not None:
+                not_accepted[msg_id] = state
+            elif seq < next_seq:
+                not_accepted[msg_id] = f"uncertain: {failure or 'not settled'}"
+            else:
+                not_accepted[msg_id] = "not sent"
+        sample = dict(itertools.islice(not_accepted.items(), 5))
+        raise SendError(
+            f"{len(accepted)}/{count} messages accepted by {_safe_url(url)} address {address!r}"
+            f"{'; ' + failure if failure else ''}; not accepted e.g. {sample}",
+            accepted, not_accepted)
+    finally:
+        _close_quietly(conn)
+
+
+def browse(url: str, user: str | None, password: str | None, queue: str,
+           timeout: float = 30.0, idle: float = 3.0, *, anycast: bool = True,
+           batch: int = 500) -> list[ReceivedMessage]:
+    """Return every message currently in ``queue`` without consuming any.
+
+    Opens a receiver with distribution-mode ``copy`` (an Artemis queue
+    browser) and asks the broker to drain its credit in rounds of ``batch``:
+    the broker sends what it has and then hands the rest of the credit back,
+    which tells us when we have seen everything. As a safety net it also stops
+    when nothing arrives for ``idle`` seconds. Raises :class:`AmqpError` if the
+    whole browse takes longer than ``timeout`` seconds.
+
+    ``queue`` may be a queue name or a fully-qualified ``address::queue``.
+    Messages a consumer holds unacknowledged are not shown (Jolokia's
+    MessageCount does count them). Beware: with Artemis's default
+    address-settings, browsing a queue that does not exist *creates* it
+    (empty), exactly as a consumer would.
+    """
+    received: list[ReceivedMessage] = []
+    last_arrival = [time.monotonic()]
+
+    def on_message(msg: Message, delivery: Delivery) -> None:
+        received.append(_to_received(msg, delivery))
+        last_arrival[0] = time.monotonic()
+        # A browser's acknowledgement is a no-op for Artemis; settle so proton
+        # can forget the delivery.
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+
+    conn = _connect(url, user, password, timeout=timeout, role="browse")
+    deadline = time.monotonic() + timeout
+    try:
+        options: list = [Copy()]
+        if anycast:
+            options.append(_SourceCapabilities(_QUEUE_CAPABILITY))
+        try:
+            receiver = conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message),
+                                            options=options)
+        except ProtonException as exc:
+            raise AmqpError(f"cannot browse {queue!r} on {_safe_url(url)}: {exc}") from exc
+        link = receiver.link
+        last_arrival[0] = time.monotonic()
+        while True:
+            before = len(received)
+            link.drain(batch)
+            while True:
+                if not link.draining():
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    raise AmqpError(
+                        f"browsing {queue!r} on {_safe_url(url)} took longer than {timeout}s "
+                        f"({len(received)} messages so far)")
+                if now - last_arrival[0] >= idle and len(received) == before:
+                    break
+                _wait(conn, lambda: not link.draining(), min(0.2, deadline - now))
+            got = len(received) - before
+            if got < batch:
+                break
+        return received
+    finally:
+        _close_quietly(conn)
+
+
+def receive(url: str, user: str | None, password: str | None, queue: str, count: int,
+            timeout: float = 30.0, *, anycast: bool = True) -> list[ReceivedMessage]:
+    """Consume exactly ``count`` messages from ``queue`` and accept them.
+
+    The receiver is given exactly ``count`` credits. Messages are accepted only
+    once all ``count`` have arrived; then the connection is closed cleanly
+    (so the acknowledgements reach the broker before this returns). If fewer
+    arrive within ``timeout`` seconds, the ones that did are released back to
+    the queue and :class:`ReceiveError` is raised.
+    """
+    if count <= 0:
+        return []
+    received: list[tuple[ReceivedMessage, Delivery]] = []
+    giving_up = [False]
+
+    def on_message(msg: Message, delivery: Delivery) -> None:
+        if giving_up[0]:
+            # a message we released came straight back on the remaining credit
+            delivery.update(Delivery.RELEASED)
+            delivery.settle()
+            return
+        received.append((_to_received(msg, delivery), delivery))
+
+    conn = _connect(url, user, password, timeout=timeout, role="receive")
+    deadline = time.monotonic() + timeout
+    try:
+        options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if anycast else None
+        try:
+            receiver = conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message),
+                                            options=options)
+        except ProtonException as exc:
+            raise AmqpError(f"cannot receive from {queue!r} on {_safe_url(url)}: {exc}") from exc
+        link = receiver.link
+        link.flow(count)
+        while len(received) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                _wait(conn, lambda: len(received) >= count, min(remaining, 1.0))
+            except ProtonException as exc:
+                raise AmqpError(f"connection to {_safe_url(url)} failed while receiving from "
+                                f"{queue!r} after {len(received)}/{count} messages: {exc}") from exc
+        if len(received) < count:
+            giving_up[0] = True
+            for _, delivery in received:
+                delivery.update(Delivery.RELEASED)
+                delivery.settle()
+            link.close()
+            _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
+            raise ReceiveError(f"only {len(received)}/{count} messages arrived from {queue!r} on "
+                               f"{_safe_url(url)} within {timeout}s (released them again)",
+                               [m for m, _ in received])
+        for _, delivery in received:
+            delivery.update(Delivery.ACCEPTED)
+            delivery.settle()
+        link.close()
+        _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
+        return [m for m, _ in received]
+    finally:
+        _close_quietly(conn, timeout=5.0)
+
+
+# --------------------------------------------------------------------------
+# long-running load
+# --------------------------------------------------------------------------
+
+
+class _Worker(threading.Thread):
+    """Common parts of Producer and Consumer: reconnect loop, event log."""
+
+    def __init__(self, url: str, user: str | None, password: str | None, *,
+                 name: str, heartbeat: float, connect_timeout: float,
+                 reconnect_delay: float):
+        super().__init__(name=name, daemon=True)
+        self.url = url
+        self.user = user
+        self.password = password
+        self.heartbeat = heartbeat
+        self.connect_timeout = connect_timeout
+        self.reconnect_delay = reconnect_delay
+        self._lock = threading.RLock()
+        self._stop_event = threading.Event()
+        self._connected = threading.Event()
+        #: (time.time(), kind, detail) with kind in connected/disconnected/connect-failed/stopped
+        self.events: list[tuple[float, str, str]] = []
+        self.connection_count = 0
+        self.connection_failures = 0
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self.error: BaseException | None = None
+
+    def _event(self, kind: str, detail: str = "") -> None:
+        with self._lock:
+            self.events.append((time.time(), kind, detail))
+
+    def wait_connected(self, timeout: float = 30.0) -> None:
+        """Block until the first connection is up (AssertionError otherwise)."""
+        if not self._connected.wait(timeout):
+            with self._lock:
+                last = self.events[-1] if self.events else None
+            raise AssertionError(f"{self.name} not connected to {_safe_url(self.url)} after "
+                                 f"{timeout}s; last event: {last}")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the thread to finish and wait for it."""
+        self._stop_event.set()
+        self.join(timeout)
+        if self.is_alive():
+            raise AssertionError(f"{self.name} did not stop within {timeout}s")
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    def run(self) -> None:
+        with self._lock:
+            self.started_at = time.time()
+        try:
+            while not self._stop_event.is_set():
+                conn = None
+                with self._lock:
+                    self.connection_count += 1
+                    number = self.connection_count
+                try:
+                    conn = _connect(self.url, self.user, self.password,
+                                    timeout=self.connect_timeout, heartbeat=self.heartbeat,
+                                    role=self.name)
+                    self._session(conn, number)
+                    # _session returns only when asked to stop
+                except (AmqpError, ProtonException, OSError) as exc:
+                    with self._lock:
+                        self.connection_failures += 1
+                    self._event("disconnected" if conn is not None else "connect-failed", str(exc))
+                    self._connection_lost(number, str(exc))
+                    self._stop_event.wait(self.reconnect_delay)
+                finally:
+                    _close_quietly(conn)
+        except BaseException as exc:  # noqa: BLE001 - recorded for the test to see
+            self.error = exc
+            self._event("crashed", repr(exc))
+            raise
+        finally:
+            with self._lock:
+                self.stopped_at = time.time()
+            self._event("stopped")
+
+    # subclass hooks
+    def _session(self, conn: BlockingConnection, number: int) -> None:
+        raise NotImplementedError
+
+    def _connection_lost(self, number: int, reason: str) -> None:
+        pass
+
+    def _disconnections(self) -> int:
+        """How often an established connection was lost (failed connection
+        attempts are counted in ``connection_failures`` as well)."""
+        with self._lock:
+            return sum(1 for _, kind, _ in self.events if kind == "disconnected")
+
+    def _elapsed(self) -> float:
+        with self._lock:
+            if self.started_at is None:
+                return 0.0
+            end = self.stopped_at or time.time()
+            return max(end - self.started_at, 1e-9)
+
+
+class Producer(_Worker):
+    """A thread that sends messages to ``address`` at ``rate`` messages/s until stopped.
+
+    Every message has a unique id ``"<id_prefix>-<seq>"`` and application
+    properties ``seq`` and ``producer`` (plus ``properties``); it is durable
+    unless ``durable=False``. The broker's answer to each message is kept in
+    the ledger (see :class:`ProducerRecord`). When the connection drops, every
+    unsettled message becomes *uncertain*, the failure is counted, and the
+    thread reconnects every ``reconnect_delay`` seconds until it gets through
+    or is stopped. After a reconnect it carries on at ``rate`` from then (no
+    catch-up burst). ``rate=None`` sends as fast as credit and ``max_in_flight``
+    allow. ``max_messages`` stops sending after that many.
+
+    :meth:`stop` stops sending, waits up to ``drain_timeout`` seconds for the
+    outstanding settlements, and marks what is still unsettled as uncertain.
+
+    Use as ``with Producer(...) as p: ...`` or ``p.start(); ...; p.stop()``.
+    """
+
+    def __init__(self, url: str, user: str | None, password: str | None, address: str,
+                 rate: float | None = 500.0, *, id_prefix: str | None = None,
+                 properties: Mapping[str, Any] | None = None, durable: bool = True,
+                 body_size: int = 0, anycast: bool = True, max_in_flight: int = 1000,
+                 max_messages: int | None = None, heartbeat: float = 4.0,
+                 connect_timeout: float = 5.0, reconnect_delay: float = 0.5,
+                 drain_timeout: float = 10.0, name: str | None = None):
+        self.id_prefix = id_prefix or f"p-{uuid.uuid4().hex[:8]}"
+        super().__init__(url, user, password, name=name or f"producer-{self.id_prefix}",
+                         heartbeat=heartbeat, connect_timeout=connect_timeout,
+                         reconnect_delay=reconnect_delay)
+        self.address = address
+        self.rate = rate if rate and rate > 0 else None
+        self.properties = dict(properties or {})
+        self.durable = durable
+        self.padding = "x" * body_size if body_size > 0 else ""
+        self.anycast = anycast
+        self.max_in_flight = max_in_flight
+        self.max_messages = max_messages
+        self.drain_timeout = drain_timeout
+        self._records: dict[str, ProducerRecord] = {}
+        self._next_seq = 0
+        self._in_flight: dict[str, ProducerRecord] = {}
+
+    # -- ledger access ------------------------------------------------------
+
+    def ledger(self) -> list[ProducerRecord]:
+        """A snapshot copy of every record, in send order."""
+        with self._lock:
+            return [ProducerRecord(**vars(r)) for r in self._records.values()]
+
+    def _ids(self, outcome: str | None = None) -> list[str]:
+        with self._lock:
+            return [r.id for r in self._records.values() if outcome is None or r.outcome == outcome]
+
+    def sent_ids(self) -> list[str]:
+        """Every id written to a connection, in send order."""
+        return self._ids()
+
+    def accepted_ids(self) -> list[str]:
+        """Ids the broker settled Accepted: these must never be lost."""
+        return self._ids("accepted")
+
+    def rejected_ids(self) -> list[str]:
+        """Ids the broker settled with a non-Accepted outcome."""
+        return self._ids("rejected")
+
+    def uncertain_ids(self) -> list[str]:
+        """Ids in flight when a connection dropped: stored at most once, maybe not at all."""
+        return self._ids("uncertain")
+
+    def failed_ids(self) -> list[str]:
+        """Rejected plus uncertain ids."""
+        with self._lock:
+            return [r.id for r in self._records.values() if r.outcome in ("rejected", "uncertain")]
+
+    def pending_ids(self) -> list[str]:
+        return self._ids("pending")
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and rates. ``achieved_rate`` is accepted messages per second
+        of running time; ``send_rate`` is messages written per second."""
+        with self._lock:
+            counts = collections.Counter(r.outcome for r in self._records.values())
+            sent = len(self._records)
+            elapsed = self._elapsed()
+            return {
+                "sent": sent,
+                "accepted": counts["accepted"],
+                "rejected": counts["rejected"],
+                "uncertain": counts["uncertain"],
+                "failed": counts["rejected"] + counts["uncertain"],
+                "pending": counts["pending"],
+                "connections": self.connection_count,
+                "connection_failures": self.connection_failures,
+                "disconnections": self._disconnections(),
+                "elapsed": elapsed,
+                "target_rate": self.rate,
+                "send_rate": sent / elapsed if elapsed else 0.0,
+                "achieved_rate": counts["accepted"] / elapsed if elapsed else 0.0,
+                "rate": counts["accepted"] / elapsed if elapsed else 0.0,
+                "running": self.is_alive(),
+            }
+
+    # -- thread body --------------------------------------------------------
+
+    def _settled(self, delivery: Delivery) -> None:
+        record = getattr(delivery, "_ct_record", None)
+        if record is None:
+            return
+        with self._lock:
+            if self._in_flight.pop(record.id, None) is None:
+                return  # already written off as uncertain
+            record.settled_at = time.time()
+            if delivery.remote_state == Delivery.ACCEPTED:
+                record.outcome = "accepted"
+            else:
+                record.outcome = "rejected"
+                record.detail = _describe_rejection(delivery)
+
+    def _connection_lost(self, number: int, reason: str) -> None:
+        with self._lock:
+            now = time.time()
+            for record in self._in_flight.values():
+                record.outcome = "uncertain"
+                record.settled_at = now
+                record.detail = f"connection {number} lost before settlement: {reason}"
+            self._in_flight.clear()
+
+    def _done_sending(self) -> bool:
+        return self.max_messages is not None and self._next_seq >= self.max_messages
+
+    def _session(self, conn: BlockingConnection, number: int) -> None:
+        options = [_TargetCapabilities(_QUEUE_CAPABILITY)] if self.anycast else None
+        sender = conn.create_sender(self.address, handler=_SettlementHandler(self._settled),
+                                    options=options)
+        link = sender.link
+        self._event("connected", f"connection {number}")
+        self._connected.set()
+        base_time = time.monotonic()
+        base_seq = self._next_seq
+        while not self._stop_event.is_set():
+            now = time.monotonic()
+            if self.rate:
+                due = base_seq + int((now - base_time) * self.rate) + 1
+                if due - self._next_seq > self.rate:  # fell > 1 s behind: don't burst
+                    base_time, base_seq = now, self._next_seq
+                    due = self._next_seq + 1
+            else:
+                due = self._next_seq + self.max_in_flight
+            while (self._next_seq < due and link.credit > 0
+                   and len(self._in_flight) < self.max_in_flight and not self._done_sending()):
+                self._send_one(link, number)
+            if self.rate:
+                next_due_at = base_time + (self._next_seq - base_seq) / self.rate
+                pause = min(max(next_due_at - time.monotonic(), 0.0005), 0.05)
+            else:
+                pause = 0.05
+            in_flight_now = len(self._in_flight)
+            # raises on a dropped connection; that ends the session
+            _wait(conn, lambda: self._stop_event.is_set() or len(self._in_flight) < in_flight_now,
+                  pause)
+            if self._done_sending() and not self._in_flight:
+                self._stop_event.wait(0.05)
+        # asked to stop: collect the outstanding settlements, then close
+        deadline = time.monotonic() + self.drain_timeout
+        while self._in_flight and time.monotonic() < deadline:
+            _wait(conn, lambda: not self._in_flight, min(0.2, deadline - time.monotonic()))
+        if self._in_flight:
+            self._connection_lost(number, f"still unsettled {self.drain_timeout}s after stop")
+        link.close()
+
+    def _send_one(self, link, number: int) -> None:
+        seq = self._next_seq
+        msg_id = f"{self.id_prefix}-{seq}"
+        props = dict(self.properties)
+        props["producer"] = self.id_prefix
+        body = f"{msg_id}{self.padding}"
+        msg = _make_message(msg_id, seq, body, props, self.durable)
+        record = ProducerRecord(id=msg_id, seq=seq, sent_at=time.time(), connection=number)
+        with self._lock:
+            self._records[msg_id] = record
+            self._in_flight[msg_id] = record
+            self._next_seq += 1
+        delivery = link.send(msg)
+        # settlement can only be seen on a later event pass, so setting this now is in time
+        delivery._ct_record = record
+
+
+class Consumer(_Worker):
+    """A thread that consumes from ``queue`` and accepts every message until stopped.
+
+    The ledger has one :class:`ConsumerRecord` per delivery, so a message the
+    broker redelivers (for example because the acknowledgement was lost in a
+    connection drop) shows up twice, the second time normally with
+    ``delivery_count >= 1``. An acknowledgement sent just before a connection
+    drops may or may not have reached the broker; AMQP gives the receiver no
+    confirmation. Reconnects like :class:`Producer`. ``max_messages`` stops
+    taking messages after that many (the thread keeps running until stopped).
+    """
+
+    def __init__(self, url: str, user: str | None, password: str | None, queue: str, *,
+                 prefetch: int = 100, anycast: bool = True,
+                 heartbeat: float = 4.0, connect_timeout: float = 5.0,
+                 reconnect_delay: float = 0.5, max_messages: int | None = None,
+                 name: str | None = None):
+        super().__init__(url, user, password, name=name or f"consumer-{uuid.uuid4().hex[:8]}",
+                         heartbeat=heartbeat, connect_timeout=connect_timeout,
+                         reconnect_delay=reconnect_delay)
+        self.queue = queue
+        self.prefetch = max(prefetch, 1)
+        self.anycast = anycast
+        self.max_messages = max_messages
+        self._records: list[ConsumerRecord] = []
+        self._taken = 0
+
+    def ledger(self) -> list[ConsumerRecord]:
+        with self._lock:
+            return [ConsumerRecord(**vars(r)) for r in self._records]
+
+    def received_ids(self) -> list[str | None]:
+        """Ids of every delivery, in arrival order (duplicates included)."""
+        with self._lock:
+            return [r.id for r in self._records]
+
+    def accepted_ids(self) -> list[str | None]:
+        with self._lock:
+            return [r.id for r in self._records if r.accepted_at is not None]
+
+    def duplicates(self) -> dict[str, int]:
+        """Ids received more than once, with how often."""
+        counts = collections.Counter(i for i in self.received_ids() if i is not None)
+        return {i: n for i, n in counts.items() if n > 1}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            received = len(self._records)
+            accepted = sum(1 for r in self._records if r.accepted_at is not None)
+            elapsed = self._elapsed()
+            redelivered = sum(1 for r in self._records if r.delivery_count > 0)
+        return {
+            "received": received,
+            "accepted": accepted,
+            "duplicates": len(self.duplicates()),
+            "redelivered": redelivered,
+            "connections": self.connection_count,
+            "connection_failures": self.connection_failures,
+            "disconnections": self._disconnections(),
+            "elapsed": elapsed,
+            "achieved_rate": accepted / elapsed if elapsed else 0.0,
+            "rate": accepted / elapsed if elapsed else 0.0,
+            "running": self.is_alive(),
+        }
+
+    def _session(self, conn: BlockingConnection, number: int) -> None:
+        def on_message(msg: Message, delivery: Delivery) -> None:
+            record = ConsumerRecord(id=_id_text(msg.id),
+                                    seq=_plain((msg.properties or {}).get("seq")),
+                                    received_at=time.time(), connection=number,
+                                    delivery_count=int(msg.delivery_count or 0))
+            delivery.update(Delivery.ACCEPTED)
+            record.accepted_at = time.time()
+            delivery.settle()
+            with self._lock:
+                self._records.append(record)
+                self._taken += 1
+            if self.max_messages is None or self._taken < self.max_messages:
+                delivery.link.flow(1)
+
+        options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if self.anycast else None
+        receiver = conn.create_receiver(self.queue, credit=0, handler=_ReceiveHandler(on_message),
+                                        options=options)
+        link = receiver.link
+        self._event("connected", f"connection {number}")
+        self._connected.set()
+        want = self.prefetch
+        if self.max_messages is not None:
+            want = min(want, self.max_messages - self._taken)
+        if want > 0:
+            link.flow(want)
+        while not self._stop_event.is_set():
+            _wait(conn, self._stop_event.is_set, 0.05)
+        link.close()
+        _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 2.0)
+
+
+# --------------------------------------------------------------------------
+# polling
+# --------------------------------------------------------------------------
+
+
+def wait_for(probe: Callable[[], Any], *args: Any, timeout: float | None = None,
+             interval: float | None = None, condition: Callable[[Any], Any] | None = None,
+             description: str | None = None) -> Any:
+    """Poll until a value is good enough, and return that value.
+
+    Two ways to call it::
+
+        wait_for(predicate, timeout=30, interval=0.5)       # or (predicate, 30, 0.5)
+        wait_for(probe, condition, timeout=30, interval=0.5)
+
+    The first form waits for ``predicate()`` to return something truthy and
+    returns it. The second calls ``probe()`` and waits for
+    ``condition(value)`` to be truthy, returning ``value`` (e.g. the list of
+    browsed messages once it is long enough).
+
+    An exception from ``probe``/``condition`` counts as "not yet" (a broker
+    may still be starting). On timeout raises ``AssertionError`` showing the
+    last value (or exception) seen. Defaults: ``timeout=30``, ``interval=0.5``.
+    """
+    rest = list(args)
+    if rest and callable(rest[0]):
+        if condition is not None:
+            raise TypeError("condition given twice")
+        condition = rest.pop(0)
+    if len(rest) > 2:
+        raise TypeError("wait_for(probe, [condition], [timeout], [interval])")
+    if rest:
+        if timeout is not None:
+            raise TypeError("timeout given twice")
+        timeout = float(rest.pop(0))
+    if rest:
+        if interval is not None:
+            raise TypeError("interval given twice")
+        interval = float(rest.pop(0))
+    timeout = 30.0 if timeout is None else timeout
+    interval = 0.5 if interval is None else interval
+
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    last_exc: BaseException | None = None
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            last = probe()
+            last_exc = None
+            if (condition(last) if condition is not None else last):
+                return last
+        except Exception as exc:  # noqa: BLE001 - reported on timeout
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            what = description or getattr(condition or probe, "__name__", repr(condition or probe))
+            if last_exc is not None:
+                seen = f"last error: {type(last_exc).__name__}: {last_exc}"
+            else:
+                shown = repr(last)
+                if isinstance(last, (list, tuple, set, dict)):
+                    shown = f"({len(last)} items) {shown[:1500]}"
+                seen = f"last value: {shown[:2000]}"
+            raise AssertionError(f"timed out after {timeout}s ({attempts} tries) waiting for "
+                                 f"{what}; {seen}") from last_exc
+        time.sleep(min(interval, max(deadline - time.monotonic(), 0)))
+
+
+# --------------------------------------------------------------------------
+# Jolokia
+# --------------------------------------------------------------------------
+
+
+def _jolokia_endpoint(management_url: str) -> tuple[str, str]:
+    """(endpoint URL, Origin header) for a management URL.
+
+    ``management_url`` is either the web server root (``http://host:8161``),
+    to which ``/console/jolokia`` is added, or a full Jolokia URL.
+    """
+    parts = urllib.parse.urlsplit(management_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {management_url!r}")
+    path = parts.path.rstrip("/")
+    if "jolokia" not in path:
+        path = f"{path}/console/jolokia"
+    host = parts.hostname
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    endpoint = urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
+    origin = f"{parts.scheme}://{netloc}"
+    return endpoint, origin
+
+
+def jolokia_request(management_url: str, user: str, password: str, request: Mapping[str, Any],
+                    *, timeout: float = 10.0, origin: str | None = None) -> Any:
+    """POST one Jolokia request (a dict) and return its ``value``.
+
+    Sends JSON with Basic auth and an ``Origin`` header made from the
+    management URL's scheme, host and port (Artemis's Jolokia refuses requests
+    whose Origin does not match ``jolokia-access.xml``, and requests without
+    ``Content-Type: application/json`` once an Origin is present). Raises
+    :class:`JolokiaError` showing the HTTP status or the Jolokia error.
+    """
+    endpoint, default_origin = _jolokia_endpoint(management_url)
+    body = json.dumps(dict(request)).encode()
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    http_request = urllib.request.Request(endpoint, data=body, method="POST", headers={
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "Authorization": f"Basic {token}",
+        "Origin": origin or default_origin,
+    })
+    what = f"Jolokia {request.get('type')} {request.get('mbean', '')} " \
+           f"{request.get('attribute') or request.get('operation') or ''}".strip()
+    try:
+        with urllib.request.urlopen(http_request, timeout=timeout) as response:
+            raw = response.read()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")[:500]
+        raise JolokiaError(f"{what} at {endpoint}: HTTP {exc.code} {exc.reason}: {text}",
+                           http_status=exc.code) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise JolokiaError(f"{what} at {endpoint}: {exc}") from exc
+    try:
+        answer = json.loads(raw)
+    except ValueError as exc:
+        raise JolokiaError(f"{what} at {endpoint}: HTTP {status}, not JSON: {raw[:300]!r}",
+                           http_status=status) from exc
+    if not isinstance(answer, dict):
+        raise JolokiaError(f"{what} at {endpoint}: unexpected answer {answer!r:.300}",
+                           http_status=status)
+    if answer.get("status") != 200:
+        raise JolokiaError(
+            f"{what} at {endpoint}: Jolokia status {answer.get('status')}: "
+            f"{answer.get('error_type')}: {answer.get('error')}",
+            http_status=status, jolokia_status=answer.get("status"),
+            error_type=answer.get("error_type"), error=answer.get("error"))
+    return answer.get("value")
+
+
+def jolokia_read(management_url: str, user: str, password: str, mbean: str,
+                 attribute: str | Sequence[str] | None = None, **kwargs) -> Any:
+    """Read one attribute (or a list of them, or all when ``None``) of an MBean."""
+    request: dict[str, Any] = {"type": "read", "mbean": mbean}
+    if attribute is not None:
+        request["attribute"] = attribute if isinstance(attribute, str) else list(attribute)
+    return jolokia_request(management_url, user, password, request, **kwargs)
+
+
+def jolokia_exec(management_url: str, user: str, password: str, mbean: str, operation: str,
+                 *arguments: Any, **kwargs) -> Any:
+    """Invoke an MBean operation. For overloaded operations give the
+    signature, e.g. ``"getQueueNames(java.lang.String)"``."""
+    request = {"type": "exec", "mbean": mbean, "operation": operation,
+               "arguments": list(arguments)}
+    return jolokia_request(management_url, user, password, request, **kwargs)
+
+
+def jolokia_search(management_url: str, user: str, password: str, pattern: str,
+                   **kwargs) -> list[str]:
+    """MBean names matching an ObjectName pattern (e.g. ``org.apache.activemq.artemis:*``)."""
+    return list(jolokia_request(management_url, user, password,
+                                {"type": "search", "mbean": pattern}, **kwargs) or [])
+
+
+def _quote(value: str) -> str:
+    """ObjectName.quote(): Artemis quotes every key value of its MBean names."""
+    out = []
+    for ch in value:
+        if ch in '"*?\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def broker_mbean(broker_name: str) -> str:
+    return f"org.apache.activemq.artemis:broker={_quote(broker_name)}"
+
+
+def address_mbean(broker_name: str, address: str) -> str:
+    return f"{broker_mbean(broker_name)},component=addresses,address={_quote(address)}"
+
+
+def queue_mbean(broker_name: str, address: str, queue: str | None = None,
+                routing_type: str = "anycast") -> str:
+    return (f"{address_mbean(broker_name, address)},subcomponent=queues,"
+            f"routing-type={_quote(routing_type.lower())},queue={_quote(queue or address)}")
+
+
+def broker_connection_mbean(broker_name: str, connection_name: str) -> str:
+    return f"{broker_mbean(broker_name)},component=broker-connections,name={_quote(connection_name)}"
+
+
+def queue_message_count(management_url: str, user: str, password: str, broker_name: str,
+                        address: str, queue: str | None = None, routing_type: str = "anycast",
+                        **kwargs) -> int:
+    """``MessageCount`` of a queue (messages in the queue, including ones being
+    delivered but not yet acknowledged). ``queue`` defaults to ``address``."""
+    return int(jolokia_read(management_url, user, password,
+                            queue_mbean(broker_name, address, queue, routing_type),
+                            "MessageCount", **kwargs))
+
+
+def queue_names(management_url: str, user: str, password: str, broker_name: str,
+                routing_type: str | None = None, **kwargs) -> list[str]:
+    """Names of every queue on the broker (optionally only ``anycast`` or ``multicast``
+    ones). Includes internal queues such as ``$ACTIVEMQ_ARTEMIS_MIRROR_<name>``."""
+    mbean = broker_mbean(broker_name)
+    if routing_type is None:
+        names = jolokia_read(management_url, user, password, mbean, "QueueNames", **kwargs)
+    else:
+        names = jolokia_exec(management_url, user, password, mbean,
+                             "getQueueNames(java.lang.String)", routing_type.upper(), **kwargs)
+    return sorted(names or [])
+
+
+def mirror_snf_queue_name(connection_name: str) -> str:
+    """The store-and-forward queue a mirror broker connection ``connection_name``
+    keeps on the source broker (address and queue share this name)."""
+    return f"$ACTIVEMQ_ARTEMIS_MIRROR_{connection_name}"
+
+
+def mirror_backlog(management_url: str, user: str, password: str, broker_name: str,
+                   connection_name: str, **kwargs) -> int:
+    """Mirror events not yet confirmed by the target (the SNF queue's MessageCount)."""
+    snf = mirror_snf_queue_name(connection_name)
+    return queue_message_count(management_url, user, password, broker_name, snf, snf, **kwargs)
+
+
+def broker_connection_connected(management_url: str, user: str, password: str,
+                                broker_name: str, connection_name: str, **kwargs) -> bool:
+    """Whether the broker connection ``connection_name`` is up right now."""
+    return bool(jolokia_read(management_url, user, password,
+                             broker_connection_mbean(broker_name, connection_name), "Connected",
+                             **kwargs))

@@ -1,0 +1,98 @@
+"""The estate under test as the test bed describes it (`testbed status --json`), and playbook runs against it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+
+import yaml
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TESTBED = os.path.join(REPO_ROOT, "tests", "testbed", "testbed")
+TESTBED_INVENTORY = os.path.join(REPO_ROOT, "inventories", "testbed")
+TIMINGS_FILE = os.path.join(REPO_ROOT, "tests", "output", "timings.json")
+
+
+@dataclasses.dataclass
+class PlaybookResult:
+    rc: int
+    output: str
+
+    def recap(self) -> dict[str, dict[str, int]]:
+        """Per host counters of the PLAY RECAP (ok, changed, failed, ...)."""
+        hosts = {}
+        for line in self.output.split("PLAY RECAP")[-1].splitlines():
+            match = re.match(r"^(\S+)\s+:\s+(.*)$", line.strip())
+            if match:
+                hosts[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
+        return hosts
+
+
+def run_playbook(playbook: str, inventory: str = TESTBED_INVENTORY, extra_args: list[str] | None = None,
+                 timeout: int = 1500) -> PlaybookResult:
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_FORCE_COLOR="0")
+    proc = subprocess.run(["ansible-playbook", "-i", inventory, playbook, *(extra_args or [])], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return PlaybookResult(proc.returncode, proc.stdout + proc.stderr)
+
+
+def testbed_secrets() -> list[str]:
+    """Every password in the test bed's generated secrets file, to check that none leaks into output."""
+    with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "secrets.yml")) as handle:
+        values = yaml.safe_load(handle)
+    found = []
+    for value in values.values():
+        found += [value] if isinstance(value, str) else [user["password"] for user in value]
+    return found
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    dc: str
+    address: str
+    amqp_url: str
+    core_url: str
+    management_url: str
+    user: str
+    password: str
+
+
+@dataclasses.dataclass
+class Estate:
+    nodes: list[Node]
+
+    @classmethod
+    def from_testbed(cls) -> "Estate":
+        status = json.loads(subprocess.run([TESTBED, "status", "--json"], check=True, capture_output=True,
+                                           text=True).stdout)
+        return cls([Node(n["name"], n["dc"], n["address"], n["amqp_url"], n["core_url"], n["management_url"],
+                         n["credentials"]["user"], n["credentials"]["password"]) for n in status])
+
+    def dc(self, name: str) -> Node:
+        """The first node of a datacentre."""
+        return next(node for node in self.nodes if node.dc == name)
+
+    def exec(self, node: str, *command: str) -> str:
+        return subprocess.run([TESTBED, "exec", node, "--", *command], check=True, capture_output=True,
+                              text=True).stdout
+
+    @staticmethod
+    def testbed(*args: str) -> None:
+        subprocess.run([TESTBED, *args], check=True, capture_output=True, text=True)
+
+    @staticmethod
+    def record_timing(name: str, seconds: float) -> None:
+        """Timings go to tests/output/timings.json for the benchmark notes; tests never assert on them."""
+        os.makedirs(os.path.dirname(TIMINGS_FILE), exist_ok=True)
+        timings = {}
+        if os.path.exists(TIMINGS_FILE):
+            with open(TIMINGS_FILE) as handle:
+                timings = json.load(handle)
+        timings[name] = round(seconds, 3)
+        with open(TIMINGS_FILE, "w") as handle:
+            json.dump(timings, handle, indent=2, sort_keys=True)
