@@ -77,8 +77,10 @@ sanity: setup
 unit: setup
 	pytest tests/unit
 
+# The whole suite on plain-process nodes, then the role's systemd path on nodes booting systemd.
 integration: setup
 	pytest tests/integration
+	TESTBED_SYSTEMD=1 pytest tests/integration/test_site.py
 
 test: lint sanity unit integration
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 import yaml
 
-from support.estate import TESTBED_INVENTORY, run_playbook, testbed_secrets
+from support.estate import TESTBED_INVENTORY, run_playbook, generated_secrets
 
 
 def _load(path):
@@ -100,4 +100,4 @@ def test_bad_inventory_fails_before_changing_any_host(estate, tmp_path, case):
         assert word in failure, f"{word!r} not named in the failure:\n{failure[-4000:]}"
     assert all(counters["changed"] == 0 for counters in result.recap().values()), result.recap()
     assert _fingerprint(estate) == before
-    assert not [secret for secret in testbed_secrets() if secret in result.output], "a password was logged"
+    assert not [secret for secret in generated_secrets() if secret in result.output], "a password was logged"

@@ -4,7 +4,7 @@ import time
 import uuid
 
 from support import amqp
-from support.estate import run_playbook, testbed_secrets
+from support.estate import run_playbook, generated_secrets
 
 
 def test_site_converges_and_a_second_run_changes_nothing(estate):
@@ -15,7 +15,7 @@ def test_site_converges_and_a_second_run_changes_nothing(estate):
     recap = result.recap()
     assert set(recap) == {node.name for node in estate.nodes}
     assert all(counters["changed"] == 0 and counters["failed"] == 0 for counters in recap.values()), recap
-    assert not [secret for secret in testbed_secrets() if secret in result.output], "a password was logged"
+    assert not [secret for secret in generated_secrets() if secret in result.output], "a password was logged"
 
 
 def _queue():

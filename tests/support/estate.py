@@ -40,7 +40,7 @@ def run_playbook(playbook: str, inventory: str = TESTBED_INVENTORY, extra_args: 
     return PlaybookResult(proc.returncode, proc.stdout + proc.stderr)
 
 
-def testbed_secrets() -> list[str]:
+def generated_secrets() -> list[str]:
     """Every password in the test bed's generated secrets file, to check that none leaks into output."""
     with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "secrets.yml")) as handle:
         values = yaml.safe_load(handle)
