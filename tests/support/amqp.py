@@ -456,8 +456,8 @@ def send(url: str, user: str | None, password: str | None, address: str,
                     break
                 done = len(outcome)
                 sent = next_seq
-                _wait(conn, lambda: len(outcome) > done or (link.credit > 0 and sent < count
-                                                              and sent - len(outcome) < window),
+                _wait(conn,
+                      lambda: len(outcome) > done or (link.credit > 0 and sent < count and sent - len(outcome) < window),
                       min(remaining, 1.0))
         except ProtonException as exc:
             failure = f"connection failed: {exc}"
@@ -593,20 +593,20 @@ def receive(url: str, user: str | None, password: str | None, queue: str, count:
                                 f"{queue!r} after {len(received)}/{count} messages: {exc}") from exc
         if len(received) < count:
             giving_up[0] = True
-            for _, delivery in received:
+            for _message, delivery in received:
                 delivery.update(Delivery.RELEASED)
                 delivery.settle()
             link.close()
             _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
             raise ReceiveError(f"only {len(received)}/{count} messages arrived from {queue!r} on "
                                f"{_safe_url(url)} within {timeout}s (released them again)",
-                               [m for m, _ in received])
-        for _, delivery in received:
+                               [m for m, _delivery in received])
+        for _message, delivery in received:
             delivery.update(Delivery.ACCEPTED)
             delivery.settle()
         link.close()
         _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
-        return [m for m, _ in received]
+        return [m for m, _delivery in received]
     finally:
         _close_quietly(conn, timeout=5.0)
 
@@ -709,7 +709,7 @@ class _Worker(threading.Thread):
         """How often an established connection was lost (failed connection
         attempts are counted in ``connection_failures`` as well)."""
         with self._lock:
-            return sum(1 for _, kind, _ in self.events if kind == "disconnected")
+            return sum(1 for _when, kind, _detail in self.events if kind == "disconnected")
 
     def _elapsed(self) -> float:
         with self._lock:

@@ -57,7 +57,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     so that outgoing connections made before the broker binds it cannot take
     it as their source port. Someone else may still take it in the meantime.
     """
-    for _ in range(100):
+    for _attempt in range(100):
         port = random.randrange(20000, 32000)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
@@ -178,7 +178,7 @@ class LocalBroker:
             "--no-stomp-acceptor",
             str(self.instance_dir),
         ]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+        result = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120,
                                 stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise RuntimeError(f"artemis create failed ({result.returncode}):\n"

@@ -97,7 +97,7 @@ def test_sent_messages_are_browsable_on_a_and_mirrored_identically_to_b(brokers)
 
 
 def test_bodies_given_explicitly_are_sent_as_given(brokers):
-    a, _ = brokers
+    a = brokers[0]
     queue = _queue("bodies")
     bodies = ["text", b"\x00\x01binary", {"k": "v", "n": 3}]
     ids = amqp.send(a.amqp_url, USER, PASSWORD, queue, bodies, properties={"p": "q"}, durable=False)
@@ -126,7 +126,7 @@ def test_consuming_on_a_removes_the_same_messages_on_b(brokers):
 
 
 def test_receive_without_enough_messages_fails_and_consumes_nothing(brokers):
-    a, _ = brokers
+    a = brokers[0]
     queue = _queue("short")
     ids = amqp.send(a.amqp_url, USER, PASSWORD, queue, 3)
     started = time.monotonic()
@@ -139,7 +139,7 @@ def test_receive_without_enough_messages_fails_and_consumes_nothing(brokers):
 
 
 def test_send_without_permission_raises_a_clear_error(brokers):
-    _, b = brokers
+    b = brokers[1]
     # the mirror user may only send to the mirror's own address on B
     with pytest.raises(amqp.AmqpError) as info:
         amqp.send(b.amqp_url, "mirror", "mirror-secret", _queue("forbidden"), 1, timeout=10)
@@ -184,7 +184,7 @@ def test_producer_ledger_is_exact_and_everything_accepted_is_on_the_broker(broke
 
 
 def test_consumer_takes_exactly_what_the_producer_got_accepted(brokers):
-    a, _ = brokers
+    a = brokers[0]
     queue = _queue("consumer")
     consumer = amqp.Consumer(a.amqp_url, USER, PASSWORD, queue, prefetch=50)
     consumer.start()
@@ -232,7 +232,7 @@ def test_jolokia_counts_and_names_match_what_amqp_sees(brokers):
 
 
 def test_jolokia_errors_show_what_went_wrong(brokers):
-    a, _ = brokers
+    a = brokers[0]
     with pytest.raises(amqp.JolokiaError) as info:
         amqp.queue_message_count(a.management_url, USER, PASSWORD, a.name, "no.such.queue")
     assert info.value.jolokia_status == 404 and "InstanceNotFound" in str(info.value)
@@ -250,7 +250,7 @@ def test_jolokia_errors_show_what_went_wrong(brokers):
 
 def test_producer_survives_a_broker_crash_and_its_ledger_stays_honest(brokers):
     """Runs last: kills B (-9) under load and starts it again."""
-    _, b = brokers
+    b = brokers[1]
     queue = _queue("crash")
     producer = amqp.Producer(b.amqp_url, USER, PASSWORD, queue, rate=300, reconnect_delay=0.2,
                              connect_timeout=2)
@@ -270,7 +270,7 @@ def test_producer_survives_a_broker_crash_and_its_ledger_stays_honest(brokers):
         producer.stop()
     stats = producer.stats()
     assert stats["pending"] == 0 and stats["connections"] >= 3, stats
-    assert [kind for _, kind, _ in producer.events].count("connected") >= 2
+    assert [kind for _when, kind, _detail in producer.events].count("connected") >= 2
 
     stored = collections.Counter(m.id for m in amqp.browse(b.amqp_url, USER, PASSWORD, queue))
     accepted, uncertain = set(producer.accepted_ids()), set(producer.uncertain_ids())

@@ -1,0 +1,40 @@
+"""The broker restarts only for settings Artemis cannot reload; everything else is reloaded in place."""
+
+import json
+
+from support import amqp
+from support.estate import run_playbook
+
+
+def _broker_pid(estate, node):
+    return estate.exec(node.name, "pgrep", "-f", f"-Dartemis.instance=/var/opt/artemis/{node.name} ").split()
+
+
+def _site(extra_vars=None):
+    result = run_playbook("site.yml", extra_args=["-e", json.dumps(extra_vars)] if extra_vars else [])
+    assert result.rc == 0, result.output[-6000:]
+    return result
+
+
+def test_reloadable_change_keeps_the_broker_running_and_takes_effect(estate):
+    dc1 = estate.dc("dc1")
+    pid = _broker_pid(estate, dc1)
+
+    _site({"broker_addresses": [{"name": "reload.check"}]})
+
+    assert _broker_pid(estate, dc1) == pid
+    amqp.wait_for(lambda: amqp.queue_names(dc1.management_url, dc1.user, dc1.password, dc1.name),
+                  lambda names: "reload.check" in names, timeout=60)
+
+
+def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(estate):
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    pids = {node.name: _broker_pid(estate, node) for node in (dc1, dc2)}
+
+    result = _site({"replication_retry_interval": 4000})  # only dc1, the active side, has mirror connections
+
+    assert _broker_pid(estate, dc1) != pids[dc1.name]
+    assert _broker_pid(estate, dc2) == pids[dc2.name]
+    assert result.recap()[dc2.name]["changed"] == 0
+
+    _site()  # back to the inventory's own settings
