@@ -13,6 +13,7 @@ VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck
 TESTBED := tests/testbed/testbed
+GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -51,7 +52,7 @@ $(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)
 
 $(TOXIPROXY):
 	@mkdir -p $(dir $@)
-	GOBIN=$(CURDIR)/.cache/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	GOBIN=$(CURDIR)/.cache/gobin $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 	cp .cache/gobin/server $@
 
 $(COLLECTION_LINK):

@@ -2,12 +2,14 @@
 
 import json
 
+import pytest
+
 from support import amqp
 from support.estate import run_playbook
 
 
 def _broker_pid(estate, node):
-    return estate.exec(node.name, "pgrep", "-f", f"-Dartemis.instance=/var/opt/artemis/{node.name} ").split()
+    return estate.exec(node.name, "pgrep", "-f", "--", f"-Dartemis.instance=/var/opt/artemis/{node.name} ").split()
 
 
 def _site(extra_vars=None):
@@ -16,7 +18,15 @@ def _site(extra_vars=None):
     return result
 
 
-def test_reloadable_change_keeps_the_broker_running_and_takes_effect(estate):
+@pytest.fixture
+def converged_back(estate):
+    """Whatever a test changed, site.yml with the inventory's own settings runs afterwards."""
+    yield estate
+    _site()
+
+
+def test_reloadable_change_keeps_the_broker_running_and_takes_effect(converged_back):
+    estate = converged_back
     dc1 = estate.dc("dc1")
     pid = _broker_pid(estate, dc1)
 
@@ -27,7 +37,8 @@ def test_reloadable_change_keeps_the_broker_running_and_takes_effect(estate):
                   lambda names: "reload.check" in names, timeout=60)
 
 
-def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(estate):
+def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(converged_back):
+    estate = converged_back
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     pids = {node.name: _broker_pid(estate, node) for node in (dc1, dc2)}
 
@@ -36,5 +47,3 @@ def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(estate)
     assert _broker_pid(estate, dc1) != pids[dc1.name]
     assert _broker_pid(estate, dc2) == pids[dc2.name]
     assert result.recap()[dc2.name]["changed"] == 0
-
-    _site()  # back to the inventory's own settings
