@@ -32,10 +32,14 @@ def test_persistent_messages_sent_to_dc1_appear_on_dc2_identically(estate):
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = _queue()
     started = time.monotonic()
-    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 500,
+    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 2000,
                     properties={"origin": "dc1", "kind": "replication-test"})
-    replicated = _browse_ids(dc2, queue, len(ids))
-    estate.record_timing("replication_500_messages_s", time.monotonic() - started)
+    sent = time.monotonic()
+    amqp.wait_for(lambda: amqp.queue_message_count(dc2.management_url, dc2.user, dc2.password, dc2.name, queue),
+                  lambda count: count >= len(ids), timeout=120, interval=0.1)
+    estate.record_timing("replication_2000_messages_send_s", sent - started)
+    estate.record_timing("replication_2000_messages_on_dc2_s", time.monotonic() - started)
+    replicated = amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue)
 
     originals = {m.id: m for m in amqp.browse(dc1.amqp_url, dc1.user, dc1.password, queue)}
     copies = {m.id: m for m in replicated}

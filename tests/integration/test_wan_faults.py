@@ -22,7 +22,10 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     time.sleep(2)
     estate.testbed("partition", "dc1", "dc2")
     time.sleep(PARTITION_SECONDS)
+    backlog = amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2")
+    assert backlog > 0, "while partitioned, dc1 must hold the events in its store-and-forward queue"
     estate.testbed("heal")
+    healed = time.monotonic()
     time.sleep(2)
     producer.stop()
     stats = producer.stats()
@@ -33,8 +36,12 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     started = time.monotonic()
     on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
                            lambda messages: len(messages) >= len(accepted), timeout=180)
-    estate.record_timing(f"partition_catch_up_{delay_ms}ms_s", time.monotonic() - started)
-    estate.record_timing(f"partition_{delay_ms}ms_rate_msg_s", stats["rate"])
+    estate.record_timing(f"partition_{delay_ms}ms_catch_up_s", time.monotonic() - started)
+    estate.record_timing(f"partition_{delay_ms}ms_producer_rate_msg_s", stats["rate"])
+    amqp.wait_for(lambda: amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2"),
+                  lambda events: events == 0, timeout=120)
+    estate.record_timing(f"partition_{delay_ms}ms_backlog_at_heal_events", backlog)
+    estate.record_timing(f"partition_{delay_ms}ms_backlog_drained_s", time.monotonic() - healed)
 
     ids = [m.id for m in on_dc2]
     assert len(ids) == len(set(ids)), "duplicates on dc2"

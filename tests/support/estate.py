@@ -59,7 +59,7 @@ class Node:
     core_url: str
     management_url: str
     user: str
-    password: str
+    password: str = dataclasses.field(repr=False)
 
 
 @dataclasses.dataclass
@@ -93,6 +93,7 @@ class Estate:
         if os.path.exists(TIMINGS_FILE):
             with open(TIMINGS_FILE) as handle:
                 timings = json.load(handle)
-        timings[name] = round(seconds, 3)
+        mode = "systemd" if os.environ.get("TESTBED_SYSTEMD") == "1" else "plain"
+        timings[f"{mode}.{name}"] = round(seconds, 3)
         with open(TIMINGS_FILE, "w") as handle:
             json.dump(timings, handle, indent=2, sort_keys=True)
