@@ -78,10 +78,11 @@ sanity: setup
 unit: setup
 	pytest tests/unit
 
-# The whole suite on plain-process nodes, then the role's systemd path on nodes booting systemd.
+# The whole suite on two datacentres of plain-process nodes, then the site tests on three datacentres of nodes
+# booting systemd (the role's systemd path, and replication from one active to two passive datacentres).
 integration: setup
 	pytest tests/integration
-	TESTBED_SYSTEMD=1 pytest tests/integration/test_site.py
+	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py
 
 test: lint sanity unit integration
 

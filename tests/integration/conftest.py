@@ -18,7 +18,7 @@ def _testbed(*args, check=True):
 
 @pytest.fixture(scope="session")
 def testbed():
-    args = ["up", "--dcs", "2", "--nodes-per-dc", "1"]
+    args = ["up", "--dcs", os.environ.get("TESTBED_DCS", "2"), "--nodes-per-dc", "1"]
     if os.environ.get("TESTBED_SYSTEMD") == "1":
         args.append("--systemd")
     _testbed(*args)

@@ -77,6 +77,10 @@ class Estate:
         """The first node of a datacentre."""
         return next(node for node in self.nodes if node.dc == name)
 
+    def passive(self, active: str = "dc1") -> list[Node]:
+        """The first node of every datacentre but the active one (the test bed makes dc1 active)."""
+        return [self.dc(name) for name in sorted({node.dc for node in self.nodes} - {active})]
+
     def exec(self, node: str, *command: str) -> str:
         return subprocess.run([TESTBED, "exec", node, "--", *command], check=True, capture_output=True,
                               text=True).stdout
