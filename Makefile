@@ -78,10 +78,11 @@ sanity: setup
 unit: setup
 	pytest tests/unit
 
-# The whole suite on two datacentres of plain-process nodes, then the site tests on three datacentres of nodes
-# booting systemd (the role's systemd path, and replication from one active to two passive datacentres).
+# The whole suite on two datacentres of plain-process nodes; the HA layouts on two nodes per datacentre; then the
+# site tests on three datacentres of nodes booting systemd (the role's systemd path, one active and two passive).
 integration: setup
-	pytest tests/integration
+	pytest tests/integration -m "not layouts"
+	pytest tests/integration -m layouts
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py
 
 test: lint sanity unit integration

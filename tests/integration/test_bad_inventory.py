@@ -68,6 +68,14 @@ def _duplicate_broker_name(hosts, all_vars):
             host["broker_name"] = "same-name"
 
 
+def _pair_layout_on_one_host(hosts, all_vars):
+    all_vars["replication_layout"] = "shared_nothing"
+
+
+def _unknown_layout(hosts, all_vars):
+    all_vars["replication_layout"] = "active_active"
+
+
 CASES = {
     "no passive datacentre": (_no_passive_dc, ["replication_datacentres"]),
     "unknown datacentre name": (_unknown_dc, ["replication_datacentres", "dc9"]),
@@ -76,6 +84,8 @@ CASES = {
     "empty replication password": (_empty_replication_password, ["replication_password"]),
     "user without password": (_user_without_password, ["password", "broker_users"]),
     "duplicate broker name": (_duplicate_broker_name, ["broker_name", "same-name"]),
+    "HA layout on a one-host datacentre": (_pair_layout_on_one_host, ["replication_layout", "shared_nothing"]),
+    "unknown layout": (_unknown_layout, ["replication_layout", "active_active"]),
 }
 
 

@@ -619,11 +619,13 @@ def receive(url: str, user: str | None, password: str | None, queue: str, count:
 class _Worker(threading.Thread):
     """Common parts of Producer and Consumer: reconnect loop, event log."""
 
-    def __init__(self, url: str, user: str | None, password: str | None, *,
+    def __init__(self, url: str | Sequence[str], user: str | None, password: str | None, *,
                  name: str, heartbeat: float, connect_timeout: float,
                  reconnect_delay: float):
         super().__init__(name=name, daemon=True)
-        self.url = url
+        # A list of URLs is a failover list (an HA pair): each new connection tries the next one.
+        self.urls = [url] if isinstance(url, str) else list(url)
+        self.url = self.urls[0]
         self.user = user
         self.password = password
         self.heartbeat = heartbeat
@@ -676,7 +678,7 @@ class _Worker(threading.Thread):
                     self.connection_count += 1
                     number = self.connection_count
                 try:
-                    conn = _connect(self.url, self.user, self.password,
+                    conn = _connect(self.urls[(number - 1) % len(self.urls)], self.user, self.password,
                                     timeout=self.connect_timeout, heartbeat=self.heartbeat,
                                     role=self.name)
                     self._session(conn, number)
@@ -738,7 +740,7 @@ class Producer(_Worker):
     Use as ``with Producer(...) as p: ...`` or ``p.start(); ...; p.stop()``.
     """
 
-    def __init__(self, url: str, user: str | None, password: str | None, address: str,
+    def __init__(self, url: str | Sequence[str], user: str | None, password: str | None, address: str,
                  rate: float | None = 500.0, *, id_prefix: str | None = None,
                  properties: Mapping[str, Any] | None = None, durable: bool = True,
                  body_size: int = 0, anycast: bool = True, max_in_flight: int = 1000,
@@ -919,7 +921,7 @@ class Consumer(_Worker):
     taking messages after that many (the thread keeps running until stopped).
     """
 
-    def __init__(self, url: str, user: str | None, password: str | None, queue: str, *,
+    def __init__(self, url: str | Sequence[str], user: str | None, password: str | None, queue: str, *,
                  prefetch: int = 100, anycast: bool = True,
                  heartbeat: float = 4.0, connect_timeout: float = 5.0,
                  reconnect_delay: float = 0.5, max_messages: int | None = None,

@@ -90,14 +90,14 @@ class Estate:
         subprocess.run([TESTBED, *args], check=True, capture_output=True, text=True)
 
     @staticmethod
-    def record_timing(name: str, seconds: float) -> None:
-        """Timings go to tests/output/timings.json for the benchmark notes; tests never assert on them."""
+    def record_timing(name: str, value: float) -> None:
+        """Timings and counts go to tests/output/timings.json for the benchmark notes; tests never assert on them."""
         os.makedirs(os.path.dirname(TIMINGS_FILE), exist_ok=True)
         timings = {}
         if os.path.exists(TIMINGS_FILE):
             with open(TIMINGS_FILE) as handle:
                 timings = json.load(handle)
         mode = "systemd" if os.environ.get("TESTBED_SYSTEMD") == "1" else "plain"
-        timings[f"{mode}.{name}"] = round(seconds, 3)
+        timings[f"{mode}.{name}"] = round(value, 3)
         with open(TIMINGS_FILE, "w") as handle:
             json.dump(timings, handle, indent=2, sort_keys=True)

@@ -1,0 +1,93 @@
+"""Datacentre layouts: in an HA pair (shared nothing or shared store), SIGKILL of the active datacentre's primary
+while producing loses nothing: the backup takes over and the other datacentre ends up with every message the
+producer had acknowledged.
+
+Runs on its own test bed shape (two nodes per datacentre, built fresh for each layout): `pytest -m layouts`.
+"""
+
+import os
+import shutil
+import time
+import uuid
+
+import pytest
+import yaml
+
+from support import amqp
+from support.estate import TESTBED_INVENTORY, Estate, generated_secrets, run_playbook
+
+pytestmark = pytest.mark.layouts
+
+RATE = 200
+SHARED_STORE_DATA = "/mnt/artemis-data"  # the test bed mounts one directory per datacentre at /mnt
+
+
+def _inventory(tmp_path, layout):
+    """The test bed's inventory with `layout` for every datacentre."""
+    target = tmp_path / f"inventory-{layout}"
+    shutil.copytree(TESTBED_INVENTORY, target)
+    dc_vars = {"replication_layout": layout}
+    if layout == "shared_store":
+        dc_vars["broker_data_dir"] = SHARED_STORE_DATA
+    for dc in ("dc1", "dc2"):
+        with open(target / "group_vars" / f"{dc}.yml", "w") as handle:
+            yaml.safe_dump(dc_vars, handle)
+    return str(target)
+
+
+@pytest.fixture(params=["shared_nothing", "shared_store"])
+def layout_estate(request, tmp_path):
+    """A fresh two-node-per-datacentre test bed converged with the layout."""
+    Estate.testbed("down")
+    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2")
+    inventory = _inventory(tmp_path, request.param)
+    started = time.monotonic()
+    first = run_playbook("site.yml", inventory=inventory)
+    assert first.rc == 0, first.output[-6000:]
+    estate = Estate.from_testbed()
+    estate.record_timing(f"{request.param}.site_converge_s", time.monotonic() - started)
+    yield request.param, estate, inventory
+    if os.environ.get("KEEP_TESTBED") != "1":
+        Estate.testbed("down")
+
+
+def _node(estate, name):
+    return next(node for node in estate.nodes if node.name == name)
+
+
+def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_estate):
+    layout, estate, inventory = layout_estate
+    second = run_playbook("site.yml", inventory=inventory)
+    assert second.rc == 0, second.output[-6000:]
+    assert all(counters["changed"] == 0 for counters in second.recap().values()), second.recap()
+    assert not [secret for secret in generated_secrets() if secret in second.output]
+
+    primary, backup = _node(estate, "dc1-node1"), _node(estate, "dc1-node2")
+    dc2 = _node(estate, "dc2-node1")
+    queue = f"layout.{uuid.uuid4().hex[:12]}"
+    producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
+    producer.start()
+    producer.wait_connected()
+    time.sleep(3)
+    killed = time.time()
+    estate.testbed("kill", primary.name)
+    time.sleep(10)
+    producer.stop()
+    reconnected = [when for when, kind, _detail in producer.events if kind == "connected" and when > killed]
+    assert reconnected, "the producer never reconnected after the kill"
+    estate.record_timing(f"{layout}.producer_reconnected_after_kill_s", reconnected[0] - killed)
+    accepted = set(producer.accepted_ids())
+    uncertain = set(producer.uncertain_ids())
+
+    on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
+                           lambda messages: accepted <= {m.id for m in messages}, timeout=180)
+    ids = [m.id for m in on_dc2]
+    lost = accepted - set(ids)
+    duplicates = len(ids) - len(set(ids))
+    estate.record_timing(f"{layout}.failover_accepted_msgs", len(accepted))
+    estate.record_timing(f"{layout}.failover_uncertain_msgs", len(uncertain))
+    estate.record_timing(f"{layout}.failover_lost_msgs", len(lost))
+    estate.record_timing(f"{layout}.failover_duplicate_msgs_on_dc2", duplicates)
+    estate.record_timing(f"{layout}.failover_uncertain_present_on_dc2", len(uncertain & set(ids)))
+    assert not lost
+    assert set(ids) <= accepted | uncertain, "dc2 holds messages the producer never sent"
