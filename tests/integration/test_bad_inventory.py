@@ -76,6 +76,10 @@ def _unknown_layout(hosts, all_vars):
     all_vars["replication_layout"] = "active_active"
 
 
+def _group_owned_by_unknown_dc(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "all", "addresses": [], "owner": "dc8"}]
+
+
 CASES = {
     "no passive datacentre": (_no_passive_dc, ["replication_datacentres"]),
     "unknown datacentre name": (_unknown_dc, ["replication_datacentres", "dc9"]),
@@ -86,6 +90,7 @@ CASES = {
     "duplicate broker name": (_duplicate_broker_name, ["broker_name", "same-name"]),
     "HA layout on a one-host datacentre": (_pair_layout_on_one_host, ["replication_layout", "shared_nothing"]),
     "unknown layout": (_unknown_layout, ["replication_layout", "active_active"]),
+    "address group owned by an unknown datacentre": (_group_owned_by_unknown_dc, ["replication_address_groups"]),
 }
 
 

@@ -42,7 +42,10 @@ def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(converg
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     pids = {node.name: _broker_pid(estate, node) for node in (dc1, dc2)}
 
-    result = _site({"replication_retry_interval": 4000})  # only dc1, the active side, has mirror connections
+    # The `all` group is dc1's (the active datacentre's): only dc1's mirror connection for it changes.
+    groups = [{**group, "mode": "messages_only"} if group["name"] == "all" else group
+              for group in estate.inventory_vars()["replication_address_groups"]]
+    result = _site({"replication_address_groups": groups})
 
     assert _broker_pid(estate, dc1) != pids[dc1.name]
     assert _broker_pid(estate, dc2) == pids[dc2.name]

@@ -83,3 +83,45 @@ def test_queue_created_at_runtime_on_dc1_appears_on_every_passive_dc_and_replica
         copies = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue),
                                lambda messages: len(messages) >= len(ids), timeout=60)
         assert sorted(m.id for m in copies) == sorted(ids), node.dc
+
+
+def test_messages_only_group_lets_every_dc_consume_its_own_copy_exactly_once(estate):
+    """The test bed replicates `inflow.` addresses as messages only (estate.yml)."""
+    dc1, passives = estate.dc("dc1"), estate.passive()
+    queue = _queue("inflow")
+    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 200)
+    for node in passives:
+        amqp.wait_for(lambda node=node: _count(node, queue), lambda count: count == len(ids), timeout=60)
+
+    on_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, len(ids), timeout=60)
+    assert sorted(m.id for m in on_dc1) == sorted(ids)
+    amqp.wait_for(lambda: amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2_inflow"),
+                  lambda events: events == 0, timeout=60)
+    for node in passives:
+        assert _count(node, queue) == len(ids), f"acknowledgements on dc1 removed messages on {node.dc}"
+        on_passive = amqp.receive(node.amqp_url, node.user, node.password, queue, len(ids), timeout=60)
+        assert sorted(m.id for m in on_passive) == sorted(ids), node.dc
+
+    added_on_dc1 = amqp.jolokia_read(dc1.management_url, dc1.user, dc1.password,
+                                     amqp.queue_mbean(dc1.name, queue, queue, "anycast"), "MessagesAdded")
+    assert (added_on_dc1, _count(dc1, queue)) == (len(ids), 0), "a message came back to dc1"
+
+
+def test_partitioned_active_active_both_owners_converge_to_identical_queues(estate):
+    """dc1 owns the default group, dc2 owns `east.` addresses (estate.yml): producers and consumers run at the
+    owners, and every datacentre ends with the same contents of both queues."""
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    west, east = _queue("it"), _queue("east")
+    west_ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, west, 200)
+    east_ids = amqp.send(dc2.amqp_url, dc2.user, dc2.password, east, 200)
+    consumed_west = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, west, 50, timeout=60)
+    consumed_east = amqp.receive(dc2.amqp_url, dc2.user, dc2.password, east, 70, timeout=60)
+    expected = {west: set(west_ids) - {m.id for m in consumed_west},
+                east: set(east_ids) - {m.id for m in consumed_east}}
+
+    for node in estate.nodes:
+        for queue, ids in expected.items():
+            held = amqp.wait_for(lambda node=node, queue=queue: amqp.browse(node.amqp_url, node.user,
+                                                                             node.password, queue),
+                                 lambda messages, ids=ids: {m.id for m in messages} == ids, timeout=60)
+            assert len(held) == len(ids), f"duplicates of {queue} on {node.dc}"

@@ -81,6 +81,12 @@ class Estate:
         """The first node of every datacentre but the active one (the test bed makes dc1 active)."""
         return [self.dc(name) for name in sorted({node.dc for node in self.nodes} - {active})]
 
+    @staticmethod
+    def inventory_vars() -> dict:
+        """The committed variables of the test bed's inventory (group_vars/all/estate.yml)."""
+        with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "estate.yml")) as handle:
+            return yaml.safe_load(handle)
+
     def exec(self, node: str, *command: str) -> str:
         return subprocess.run([TESTBED, "exec", node, "--", *command], check=True, capture_output=True,
                               text=True).stdout
