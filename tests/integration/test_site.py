@@ -23,6 +23,10 @@ def _queue(prefix="it"):
     return f"{prefix}.{uuid.uuid4().hex[:12]}"
 
 
+def _browse(node, queue):
+    return amqp.browse(node.amqp_url, node.user, node.password, queue)
+
+
 def _count(node, queue):
     return amqp.queue_message_count(node.management_url, node.user, node.password, node.name, queue)
 
@@ -121,7 +125,6 @@ def test_partitioned_active_active_both_owners_converge_to_identical_queues(esta
 
     for node in estate.nodes:
         for queue, ids in expected.items():
-            held = amqp.wait_for(lambda node=node, queue=queue: amqp.browse(node.amqp_url, node.user,
-                                                                             node.password, queue),
+            held = amqp.wait_for(lambda node=node, queue=queue: _browse(node, queue),
                                  lambda messages, ids=ids: {m.id for m in messages} == ids, timeout=60)
             assert len(held) == len(ids), f"duplicates of {queue} on {node.dc}"
