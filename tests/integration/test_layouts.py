@@ -79,8 +79,16 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     accepted = set(producer.accepted_ids())
     uncertain = set(producer.uncertain_ids())
 
-    on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
-                           lambda messages: accepted <= {m.id for m in messages}, timeout=180)
+    try:
+        on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
+                               lambda messages: accepted <= {m.id for m in messages}, timeout=180)
+    except AssertionError as missing:
+        connection = "dc2_all"
+        raise AssertionError(
+            f"{missing}; backup: mirror {connection} connected="
+            f"{amqp.broker_connection_connected(backup.management_url, backup.user, backup.password, backup.name, connection)}"
+            f", backlog={amqp.mirror_backlog(backup.management_url, backup.user, backup.password, backup.name, connection)}"
+            f"; producer {producer.stats()}") from None
     ids = [m.id for m in on_dc2]
     lost = accepted - set(ids)
     duplicates = len(ids) - len(set(ids))
