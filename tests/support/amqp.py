@@ -484,6 +484,18 @@ def send(url: str, user: str | None, password: str | None, address: str,
         _close_quietly(conn)
 
 
+def _open_receiver(conn: BlockingConnection, url: str, queue: str,
+                   on_message: Callable[[Message, Delivery], None], options: Any, verb: str):
+    """A receiver on ``queue`` with no credit yet; ``verb`` names the action in the error.
+
+    Callers must keep the returned receiver referenced while they use its link: a collected receiver closes it.
+    """
+    try:
+        return conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message), options=options)
+    except ProtonException as exc:
+        raise AmqpError(f"cannot {verb} {queue!r} on {_safe_url(url)}: {exc}") from exc
+
+
 def browse(url: str, user: str | None, password: str | None, queue: str,
            timeout: float = 30.0, idle: float = 3.0, *, anycast: bool = True,
            batch: int = 500) -> list[ReceivedMessage]:
@@ -519,11 +531,7 @@ def browse(url: str, user: str | None, password: str | None, queue: str,
         options: list = [Copy()]
         if anycast:
             options.append(_SourceCapabilities(_QUEUE_CAPABILITY))
-        try:
-            receiver = conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message),
-                                            options=options)
-        except ProtonException as exc:
-            raise AmqpError(f"cannot browse {queue!r} on {_safe_url(url)}: {exc}") from exc
+        receiver = _open_receiver(conn, url, queue, on_message, options, "browse")
         link = receiver.link
         last_arrival[0] = time.monotonic()
         while True:
@@ -575,11 +583,7 @@ def receive(url: str, user: str | None, password: str | None, queue: str, count:
     deadline = time.monotonic() + timeout
     try:
         options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if anycast else None
-        try:
-            receiver = conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message),
-                                            options=options)
-        except ProtonException as exc:
-            raise AmqpError(f"cannot receive from {queue!r} on {_safe_url(url)}: {exc}") from exc
+        receiver = _open_receiver(conn, url, queue, on_message, options, "receive from")
         link = receiver.link
         link.flow(count)
         while len(received) < count:
