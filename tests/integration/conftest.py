@@ -46,3 +46,11 @@ def _healthy_wan(request):
     if "testbed" in request.fixturenames or "estate" in request.fixturenames:
         _testbed("heal", check=False)
         _testbed("wan", "--delay-ms", "0", check=False)
+
+
+@pytest.fixture
+def converged_back(estate):
+    """Whatever a test changed, site.yml with the inventory's own settings runs afterwards."""
+    yield estate
+    result = run_playbook("site.yml")
+    assert result.rc == 0, result.output[-4000:]

@@ -23,7 +23,7 @@ SHARED_STORE_DATA = "/mnt/artemis-data"  # the test bed mounts one directory per
 
 
 def _inventory(tmp_path, layout):
-    """The test bed's inventory with `layout` for every datacentre."""
+    """The test bed's inventory with `layout` for every datacentre (ZooKeeper comes from the test bed)."""
     target = tmp_path / f"inventory-{layout}"
     shutil.copytree(TESTBED_INVENTORY, target)
     dc_vars = {"replication_layout": layout}
@@ -35,12 +35,13 @@ def _inventory(tmp_path, layout):
     return str(target)
 
 
-@pytest.fixture(params=["shared_nothing", "shared_store"])
+@pytest.fixture(params=["shared_nothing", "shared_nothing+zookeeper", "shared_store"])
 def layout_estate(request, tmp_path):
-    """A fresh two-node-per-datacentre test bed converged with the layout."""
+    """A fresh two-node-per-datacentre test bed converged with the layout (+zookeeper: pairs lock in ZooKeeper)."""
+    layout, _, lock_manager = request.param.partition("+")
     Estate.testbed("down")
-    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2")
-    inventory = _inventory(tmp_path, request.param)
+    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", *(["--zookeeper"] if lock_manager else []))
+    inventory = _inventory(tmp_path, layout)
     started = time.monotonic()
     first = run_playbook("site.yml", inventory=inventory)
     assert first.rc == 0, first.output[-6000:]
@@ -63,6 +64,9 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     assert not [secret for secret in generated_secrets() if secret in second.output]
 
     primary, backup = _node(estate, "dc1-node1"), _node(estate, "dc1-node2")
+    if layout.endswith("+zookeeper"):
+        broker_xml = estate.exec(primary.name, "cat", f"/var/opt/artemis/{primary.name}/etc/broker.xml")
+        assert "lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml
     dc2 = _node(estate, "dc2-node1")
     queue = f"layout.{uuid.uuid4().hex[:12]}"
     producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
@@ -71,10 +75,15 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     time.sleep(3)
     killed = time.time()
     estate.testbed("kill", primary.name)
-    time.sleep(10)
+
+    def reconnections():
+        return [when for when, kind, _detail in list(producer.events) if kind == "connected" and when > killed]
+
+    # With a lock manager the backup waits for the dead primary's lock session to expire first.
+    amqp.wait_for(reconnections, bool, timeout=60)
+    time.sleep(5)
     producer.stop()
-    reconnected = [when for when, kind, _detail in producer.events if kind == "connected" and when > killed]
-    assert reconnected, "the producer never reconnected after the kill"
+    reconnected = reconnections()
     estate.record_timing(f"{layout}.producer_reconnected_after_kill_s", reconnected[0] - killed)
     accepted = set(producer.accepted_ids())
     uncertain = set(producer.uncertain_ids())

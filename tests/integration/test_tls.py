@@ -7,7 +7,6 @@ import subprocess
 import time
 import uuid
 
-import pytest
 import yaml
 
 from support import amqp
@@ -38,13 +37,6 @@ def test_message_bodies_are_not_readable_on_the_wan(estate, tmp_path):
     payload_bytes = sum(int(length) for length in re.findall(r"length (\d+)", seen))
     assert payload_bytes > 20 * len(marker), "the capture saw no mirror traffic, so it proves nothing"
     assert marker.encode() not in capture.read_bytes()
-
-
-@pytest.fixture
-def converged_back(estate):
-    yield estate
-    result = run_playbook("site.yml")
-    assert result.rc == 0, result.output[-4000:]
 
 
 def test_a_peer_with_a_certificate_from_another_ca_is_refused(converged_back, tmp_path):

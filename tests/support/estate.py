@@ -91,6 +91,20 @@ class Estate:
         return subprocess.run([TESTBED, "exec", node, "--", *command], check=True, capture_output=True,
                               text=True).stdout
 
+    def management_args(self, nodes: list[Node] | None = None) -> dict:
+        """The brokers and credentials arguments of the collection's management modules."""
+        nodes = nodes or self.nodes
+        return {"brokers": [{"name": node.name, "datacentre": node.dc, "management_url": node.management_url}
+                            for node in nodes],
+                "management_user": nodes[0].user, "management_password": nodes[0].password}
+
+    def broker_pids(self, node: Node) -> list[str]:
+        """Pids of the node's broker JVM (empty when it is not running)."""
+        result = subprocess.run([TESTBED, "exec", node.name, "--", "pgrep", "-f", "--",
+                                 f"-Dartemis.instance=/var/opt/artemis/{node.name} "],
+                                check=False, capture_output=True, text=True)
+        return result.stdout.split()
+
     @staticmethod
     def testbed(*args: str) -> None:
         subprocess.run([TESTBED, *args], check=True, capture_output=True, text=True)

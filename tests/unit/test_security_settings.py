@@ -1,0 +1,69 @@
+"""The security-settings filter: who may do what on which match, with staging for passive sites."""
+
+import os
+import sys
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".collections"))
+from ansible_collections.continuity.artemis.plugins.filter.artemis_security_settings import (  # noqa: E402
+    artemis_security_settings)
+
+PERMISSIONS = ["send", "consume", "browse", "createDurableQueue"]
+APP = {"name": "app", "permissions": ["send", "consume", "browse", "createDurableQueue"]}
+MIRROR = {"name": "replication", "match": "$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", "permissions": ["send"]}
+
+
+def _by_match(settings):
+    return {setting["match"]: setting["permissions"] for setting in settings}
+
+
+def test_without_staging_roles_on_hash_are_granted_and_admin_everywhere():
+    settings = _by_match(artemis_security_settings([APP], "amq", PERMISSIONS))
+    assert settings == {"#": {permission: ["amq", "app"] for permission in PERMISSIONS}}
+
+
+def test_a_staged_catch_all_withholds_send_and_consume_but_not_what_else_the_role_has():
+    settings = _by_match(artemis_security_settings(
+        [APP], "amq", PERMISSIONS, staging=[{"prefix": "", "staged": True}]))
+    assert settings["#"] == {"send": ["amq"], "consume": ["amq"], "browse": ["amq", "app"],
+                             "createDurableQueue": ["amq", "app"]}
+
+
+def test_each_group_prefix_gets_its_own_match_with_the_hash_roles():
+    staging = [{"prefix": "", "staged": True}, {"prefix": "east.", "staged": False},
+               {"prefix": "inflow.", "staged": False}]
+    settings = _by_match(artemis_security_settings([APP], "amq", PERMISSIONS, staging=staging))
+    assert sorted(settings) == ["#", "east.#", "inflow.#"]
+    assert settings["east.#"]["consume"] == ["amq", "app"]
+    assert settings["inflow.#"]["send"] == ["amq", "app"]
+    assert settings["#"]["consume"] == ["amq"]
+
+
+def test_a_user_match_inside_a_staged_group_is_staged_too():
+    orders = dict(APP, match="orders.#")
+    settings = _by_match(artemis_security_settings(
+        [APP, orders], "amq", PERMISSIONS, staging=[{"prefix": "", "staged": True}]))
+    assert settings["orders.#"]["consume"] == ["amq"]
+
+
+def test_the_longest_covering_prefix_decides():
+    orders = dict(APP, match="east.orders.#")
+    staging = [{"prefix": "", "staged": False}, {"prefix": "east.", "staged": True}]
+    settings = _by_match(artemis_security_settings([APP, orders], "amq", PERMISSIONS, staging=staging))
+    assert settings["east.orders.#"]["send"] == ["amq"]
+    assert settings["#"]["send"] == ["amq", "app"]
+
+
+def test_peer_roles_keep_their_grants_on_a_staged_site():
+    settings = _by_match(artemis_security_settings(
+        [APP], "amq", PERMISSIONS, staging=[{"prefix": "", "staged": True}], peer_roles=[MIRROR]))
+    assert settings["$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all"]["send"] == ["amq", "replication"]
+    assert settings["$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all"]["consume"] == ["amq"]
+
+
+@pytest.mark.parametrize("entry", [{"staged": True}, {"prefix": "a."}, "a."])
+def test_malformed_staging_entries_are_refused(entry):
+    with pytest.raises(AnsibleFilterError, match="staging entry"):
+        artemis_security_settings([APP], "amq", PERMISSIONS, staging=[entry])
