@@ -1,55 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: continuity.artemis contributors
-# Apache License 2.0 (see LICENSE)
-"""Filter that turns role grants and address staging into Artemis security-settings."""
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter that turns role grants and address staging into Artemis security-settings (see module_utils)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-# What a staged (passive) site withholds from clients: nothing is produced there and nothing is delivered.
-STAGED_PERMISSIONS = ("send", "consume")
-
-
-def _staging_entry(match, staging):
-    """The staging entry with the longest prefix that covers ``match`` (prefix "" covers every address)."""
-    covering = [entry for entry in staging if match.startswith(entry["prefix"])]
-    return max(covering, key=lambda entry: len(entry["prefix"]), default=None)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import security_settings
 
 
 def artemis_security_settings(roles, admin_role, all_permissions, staging=(), peer_roles=()):
-    """Return ``[{match, permissions: {permission: [role, ...]}}]`` sorted by match.
-
-    Artemis applies only the most specific match to an address, so: the administrator is granted everything on
-    every match; every staged prefix gets a match of its own, on which the roles granted on ``#`` apply; on a match
-    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) are
-    never staged.
-    """
-    for entry in staging:
-        if not isinstance(entry, dict) or not isinstance(entry.get("prefix"), str) or "staged" not in entry:
-            raise AnsibleFilterError("artemis_security_settings: each staging entry needs 'prefix' and 'staged', "
-                                     "got %r" % (entry,))
-    client_matches = [role.get("match", "#") for role in roles]
-    staged_matches = [entry["prefix"] + "#" for entry in staging if entry["prefix"]]
-    peer_matches = [role.get("match", "#") for role in peer_roles]
-
-    settings = []
-    for match in sorted(set(["#"] + client_matches + staged_matches + peer_matches)):
-        inherits = match not in client_matches and match in staged_matches
-        clients = [role for role in roles if role.get("match", "#") == ("#" if inherits else match)]
-        entry = _staging_entry(match, staging)
-        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and match not in peer_matches else ()
-
-        permissions = {}
-        for permission in all_permissions:
-            granted = [admin_role]
-            granted += [role["name"] for role in clients
-                        if permission in role["permissions"] and permission not in withheld]
-            granted += [role["name"] for role in peer_roles
-                        if role.get("match", "#") == match and permission in role["permissions"]]
-            permissions[permission] = sorted(set(granted), key=granted.index)
-        settings.append({"match": match, "permissions": permissions})
-    return settings
+    try:
+        return security_settings(roles, admin_role, all_permissions, staging, peer_roles)
+    except ValueError as exc:
+        raise AnsibleFilterError("artemis_security_settings: %s" % exc)
 
 
 class FilterModule:

@@ -38,7 +38,7 @@ def _inventory(tmp_path, layout):
 @pytest.fixture(params=["shared_nothing", "shared_nothing+zookeeper", "shared_store"])
 def layout_estate(request, tmp_path):
     """A fresh two-node-per-datacentre test bed converged with the layout (+zookeeper: pairs lock in ZooKeeper)."""
-    layout, _, lock_manager = request.param.partition("+")
+    layout, lock_manager = (request.param.split("+") + [""])[:2]
     Estate.testbed("down")
     Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", *(["--zookeeper"] if lock_manager else []))
     inventory = _inventory(tmp_path, layout)

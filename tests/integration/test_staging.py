@@ -1,5 +1,6 @@
-"""Staging until activation: the passive site holds the replicated copies but no client may consume or produce
-them there, across a broker restart, until the site is activated; then its consumers get everything, once."""
+"""Staging until activation, and artemis_site: the passive site holds the replicated copies but no client may
+consume or produce them there, across a broker restart, until the site is activated; then its consumers get
+everything, once. Activation is fenced and survives a restart too."""
 
 import time
 import uuid
@@ -7,17 +8,42 @@ import uuid
 import pytest
 
 from support import amqp
-from support.estate import run_playbook
+from support.estate import run_module, run_playbook
 
 MESSAGES = 300
+
+
+def _site(estate, datacentre, state, check_mode=False, **extra):
+    arguments = dict(estate.management_args(), datacentre=datacentre, state=state,
+                     address_groups=estate.inventory_vars()["replication_address_groups"],
+                     roles=estate.inventory_vars()["broker_roles"], exempt_users=["replicator", "cluster"])
+    arguments.update(extra)
+    return run_module("artemis_site", arguments, check_mode=check_mode)
+
+
+def _restart(estate, node):
+    """SIGKILL the broker, then let the estate's own playbook start it again (broker.xml stages dc2)."""
+    estate.testbed("kill", node.name)
+    result = run_playbook("site.yml", extra_args=["--limit", node.name])
+    assert result.rc == 0, result.output[-4000:]
 
 
 def _refusals(consumer):
     return [detail for _when, kind, detail in consumer.events if kind == "disconnected"]
 
 
-def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_everything_once(converged_back):
-    estate = converged_back
+@pytest.fixture
+def swapped_back(estate):
+    """After the test: dc2 fenced again, then site.yml makes dc1 active as the inventory says."""
+    yield estate
+    result, output = _site(estate, "dc2", "passive")
+    assert not result.get("failed"), output[-3000:]
+    result = run_playbook("site.yml")
+    assert result.rc == 0, result.output[-4000:]
+
+
+def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_everything_once(swapped_back):
+    estate = swapped_back
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"staged.{uuid.uuid4().hex[:8]}"
 
@@ -37,25 +63,53 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
         with pytest.raises(amqp.AmqpError):
             amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 1)
 
-        # The staged state is configuration, so it survives the broker going down and coming back.
-        estate.testbed("kill", dc2.name)
-        result = run_playbook("site.yml", extra_args=["--limit", dc2.name])
-        assert result.rc == 0, result.output[-4000:]
+        # Staging is in broker.xml, so it survives the broker going down and coming back.
+        _restart(estate, dc2)
         amqp.wait_for(lambda: count_on(dc2), lambda count: count == MESSAGES, timeout=120)
         time.sleep(5)
         assert consumer.received_ids() == []
 
+        # Fenced: dc1 is reachable and active, so dc2 is not activated, and nothing changes.
+        result, output = _site(estate, "dc2", "active")
+        assert result.get("failed"), output[-3000:]
+        assert "refusing to activate dc2: already active at dc1 (broker dc1-node1: #)" in result["msg"]
+        time.sleep(3)
+        assert consumer.received_ids() == []
+
+        # Controlled: fence dc1 (check mode first shows what would change, and changes nothing) ...
+        dc1_consumer = amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, f"{queue}.dc1", reconnect_delay=0.5)
+        with dc1_consumer:
+            dc1_consumer.wait_connected()
+            result, output = _site(estate, "dc1", "passive", check_mode=True)
+            assert result["changed"] and result["changed_settings"] == {dc1.name: ["#"]}, output[-3000:]
+            assert dc1_consumer.connection_count == 1
+            result, output = _site(estate, "dc1", "passive")
+            # dc1 was active for `all` and already passive for `east` (dc2's group).
+            assert result["changed"] and result["previous_state"] == "mixed", output[-3000:]
+            assert result["closed_connections"][dc1.name] >= 1
+            amqp.wait_for(lambda: _refusals(dc1_consumer), timeout=30)
+        with pytest.raises(amqp.AmqpError):
+            amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1)
+
+        # ... then activate dc2: the waiting consumer gets every message, once; no restart was needed.
         broker_pid = estate.broker_pids(dc2)
         activated_at = time.monotonic()
-        result = run_playbook("site.yml", extra_args=["-e", f"replication_active_datacentre={dc2.dc}"])
-        assert result.rc == 0, result.output[-4000:]
-        assert result.recap()[dc2.name]["changed"] > 0
-        assert estate.broker_pids(dc2) == broker_pid, "activation is a configuration reload, not a restart"
+        result, output = _site(estate, "dc2", "active")
+        assert result["changed"] and result["previous_state"] == "mixed", output[-3000:]
+        assert result["diff"]["after"][dc2.name]["#"]["consume"] == ["amq", "app"]
         amqp.wait_for(lambda: len(consumer.accepted_ids()), lambda count: count >= MESSAGES, timeout=60)
         estate.record_timing("staging_first_delivery_after_activation_s", time.monotonic() - activated_at)
+        assert estate.broker_pids(dc2) == broker_pid
+        result, output = _site(estate, "dc2", "active")
+        assert not result["changed"], output[-3000:]
         time.sleep(2)
 
     assert sorted(consumer.accepted_ids()) == sorted(sent)
     assert consumer.duplicates() == {}
     # dc2 is the active site now: its acknowledgements are mirrored back and empty dc1's copy too.
     amqp.wait_for(lambda: count_on(dc1), lambda count: count == 0, timeout=60)
+
+    # The activation lives in the broker's journal: it survives a restart although broker.xml still stages dc2.
+    _restart(estate, dc2)
+    amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 5)
+    assert len(amqp.receive(dc2.amqp_url, dc2.user, dc2.password, queue, 5)) == 5

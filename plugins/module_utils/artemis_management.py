@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One client for Artemis's management API (Jolokia over HTTP(S)), shared by the modules, the tools and the tests.
+
+Uses Ansible's own URL utilities, so a managed host needs nothing beyond Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
+from ansible.module_utils.urls import open_url
+
+# Options every module that talks to brokers shares (see the doc fragment continuity.artemis.management).
+MANAGEMENT_ARGUMENT_SPEC = dict(
+    management_user=dict(type='str', required=True),
+    management_password=dict(type='str', required=True, no_log=True),
+    validate_certs=dict(type='bool', default=True),
+    ca_path=dict(type='path'),
+    request_timeout=dict(type='int', default=10),
+)
+
+# One broker: its name (the broker name in broker.xml), datacentre and Jolokia URL.
+BROKER_OPTIONS = dict(
+    name=dict(type='str', required=True),
+    datacentre=dict(type='str', required=True),
+    management_url=dict(type='str', required=True),
+)
+
+MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
+
+
+class ManagementError(Exception):
+    """A management request failed; the message names the broker and says what to fix."""
+
+
+def quote(value):
+    """An ObjectName value, quoted the way Artemis registers it."""
+    return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
+
+
+def broker_mbean(broker):
+    return 'org.apache.activemq.artemis:broker=%s' % quote(broker)
+
+
+def queue_mbean(broker, address, queue, routing_type='anycast'):
+    return '%s,component=addresses,address=%s,subcomponent=queues,routing-type=%s,queue=%s' % (
+        broker_mbean(broker), quote(address), quote(routing_type.lower()), quote(queue))
+
+
+def jolokia_endpoint(management_url):
+    """(endpoint, Origin header) for a web server root (``/console/jolokia`` is added) or a full Jolokia URL."""
+    parts = urlsplit(management_url)
+    if parts.scheme not in ('http', 'https') or not parts.hostname:
+        raise ManagementError('management_url %r is not an http(s) URL' % (management_url,))
+    path = parts.path.rstrip('/')
+    if 'jolokia' not in path:
+        path += '/console/jolokia'
+    netloc = parts.netloc.rpartition('@')[2]
+    return urlunsplit((parts.scheme, netloc, path, '', '')), '%s://%s' % (parts.scheme, netloc)
+
+
+class ArtemisManagement(object):
+    """Jolokia requests to one broker. Every failure is a :class:`ManagementError` naming the broker."""
+
+    def __init__(self, name, management_url, user, password, timeout=10, validate_certs=True, ca_path=None):
+        self.name = name
+        self.endpoint, self.origin = jolokia_endpoint(management_url)
+        self.user = user
+        self._authorization = 'Basic ' + base64.b64encode(
+            ('%s:%s' % (user, password)).encode('utf-8')).decode('ascii')
+        self.timeout = timeout
+        self.validate_certs = validate_certs
+        self.ca_path = ca_path
+
+    @classmethod
+    def from_params(cls, broker, params):
+        return cls(broker['name'], broker['management_url'], params['management_user'],
+                   params['management_password'], timeout=params['request_timeout'],
+                   validate_certs=params['validate_certs'], ca_path=params['ca_path'])
+
+    # -- transport -----------------------------------------------------------------------------------------------
+
+    def request(self, payload):
+        what = '%s %s' % (payload.get('attribute') or payload.get('operation') or payload['type'],
+                          payload.get('mbean', ''))
+        try:
+            response = open_url(self.endpoint, data=json.dumps(payload), method='POST', headers={
+                'Content-Type': 'application/json', 'Accept': 'application/json',
+                'Authorization': self._authorization, 'Origin': self.origin,
+            }, timeout=self.timeout, validate_certs=self.validate_certs, ca_path=self.ca_path,
+                follow_redirects='none', use_proxy=False)
+            raw = response.read()
+        except HTTPError as exc:
+            if exc.code in (401, 403):
+                # Artemis's Jolokia answers 403 both to a wrong password and to a user without a management role.
+                raise ManagementError('broker %s refused management_user %r (HTTP %s at %s): wrong user or password, '
+                                      'or the user has no role in broker_management_roles'
+                                      % (self.name, self.user, exc.code, self.endpoint))
+            raise ManagementError('broker %s: HTTP %s %s at %s' % (self.name, exc.code, exc.reason, self.endpoint))
+        except (socket.timeout, TimeoutError) as exc:
+            raise ManagementError('broker %s: no answer within %ss at %s (%s)'
+                                  % (self.name, self.timeout, self.endpoint, exc))
+        except (URLError, OSError) as exc:
+            raise ManagementError('broker %s is unreachable at %s: %s'
+                                  % (self.name, self.endpoint, getattr(exc, 'reason', exc)))
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise ManagementError('broker %s: %s did not answer JSON (is it Jolokia?)' % (self.name, self.endpoint))
+        if answer.get('status') != 200:
+            error_type = answer.get('error_type') or ''
+            if error_type.endswith('InstanceNotFoundException'):
+                raise ManagementError('broker %s has no %s' % (self.name, payload.get('mbean')))
+            raise ManagementError('broker %s: %s failed: %s' % (self.name, what, answer.get('error')))
+        return answer.get('value')
+
+    def read(self, mbean, attribute):
+        return self.request({'type': 'read', 'mbean': mbean, 'attribute': attribute})
+
+    def execute(self, mbean, operation, *arguments):
+        return self.request({'type': 'exec', 'mbean': mbean, 'operation': operation, 'arguments': list(arguments)})
+
+    # -- what the modules ask ------------------------------------------------------------------------------------
+
+    def status(self):
+        """Whether the broker is started and live (a backup of an HA pair is not), and its version."""
+        values = self.read(broker_mbean(self.name), ['Started', 'Active', 'Backup', 'Version', 'NodeID'])
+        return {'started': values['Started'], 'live': bool(values['Active'] and not values['Backup']),
+                'version': values['Version'], 'node_id': values['NodeID']}
+
+    def broker_connections(self):
+        """Every AMQP broker connection: name, uri, started, connected."""
+        return json.loads(self.execute(broker_mbean(self.name), 'listBrokerConnections'))
+
+    def _list(self, operation):
+        """All rows of one of the broker's paged list operations (listQueues, listConnections, ...)."""
+        found, page = [], 1
+        while True:
+            answer = json.loads(self.execute(broker_mbean(self.name), '%s(java.lang.String,int,int)' % operation,
+                                             json.dumps({'field': '', 'operation': '', 'value': ''}), page, 500))
+            found += answer['data']
+            if len(found) >= int(answer['count']) or not answer['data']:
+                return found
+            page += 1
+
+    def queues(self):
+        """Every queue, with its counters, as Artemis lists them (values as strings)."""
+        return self._list('listQueues')
+
+    def pause_queue(self, queue):
+        """Stop delivering from a queue (listQueues row) without persisting the pause."""
+        return self.execute(queue_mbean(self.name, queue['address'], queue['name'], queue['routingType']), 'pause()')
+
+    def resume_queue(self, queue):
+        return self.execute(queue_mbean(self.name, queue['address'], queue['name'], queue['routingType']), 'resume')
+
+    def roles(self, address):
+        """The roles that apply to ``address`` and what each may do."""
+        return json.loads(self.execute(broker_mbean(self.name), 'getRolesAsJSON(java.lang.String)', address))
+
+    def set_roles(self, match, permissions, order):
+        """Replace the security setting of ``match`` at runtime (Artemis persists it in its journal, and it takes
+        precedence over broker.xml's setting of the same match). ``permissions``: permission -> role names."""
+        signature = 'addSecuritySettings(%s)' % ','.join(['java.lang.String'] * (len(order) + 1))
+        return self.execute(broker_mbean(self.name), signature, match,
+                            *[','.join(permissions.get(permission, [])) for permission in order])
+
+    def connections(self):
+        """Every client connection: connectionID, users, remoteAddress, protocol, ..."""
+        return self._list('listConnections')
+
+    def close_connection(self, connection_id):
+        return self.execute(broker_mbean(self.name), 'closeConnectionWithID(java.lang.String)', connection_id)

@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Artemis security-settings from role grants and address staging.
+
+Shared by the broker role (through the artemis_security_settings filter, for broker.xml) and artemis_site (which
+applies the same settings at runtime), so a site's configuration and its activation never disagree.
+"""
+
+from __future__ import annotations
+
+# What a staged (passive) site withholds from clients: nothing is produced there and nothing is delivered.
+STAGED_PERMISSIONS = ("send", "consume")
+
+# Every permission the collection manages, in the order of ActiveMQServerControl.addSecuritySettings.
+PERMISSIONS = ("send", "consume", "createDurableQueue", "deleteDurableQueue", "createNonDurableQueue",
+               "deleteNonDurableQueue", "manage", "browse", "createAddress", "deleteAddress")
+
+
+def staging_entry(match, staging):
+    """The staging entry with the longest prefix that covers ``match`` (prefix "" covers every address)."""
+    covering = [entry for entry in staging if match.startswith(entry["prefix"])]
+    return max(covering, key=lambda entry: len(entry["prefix"]), default=None)
+
+
+def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles=()):
+    """Return ``[{match, permissions: {permission: [role, ...]}}]`` sorted by match.
+
+    Artemis applies only the most specific match to an address, so: the administrator is granted everything on
+    every match; every staged prefix gets a match of its own, on which the roles granted on ``#`` apply; on a match
+    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) are
+    never staged.
+    """
+    for entry in staging:
+        if not isinstance(entry, dict) or not isinstance(entry.get("prefix"), str) or "staged" not in entry:
+            raise ValueError("each staging entry needs 'prefix' and 'staged', got %r" % (entry,))
+    client_matches = [role.get("match", "#") for role in roles]
+    staged_matches = [entry["prefix"] + "#" for entry in staging if entry["prefix"]]
+    peer_matches = [role.get("match", "#") for role in peer_roles]
+
+    settings = []
+    for match in sorted(set(["#"] + client_matches + staged_matches + peer_matches)):
+        inherits = match not in client_matches and match in staged_matches
+        clients = [role for role in roles if role.get("match", "#") == ("#" if inherits else match)]
+        entry = staging_entry(match, staging)
+        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and match not in peer_matches else ()
+
+        permissions = {}
+        for permission in all_permissions:
+            granted = [admin_role]
+            granted += [role["name"] for role in clients
+                        if permission in role["permissions"] and permission not in withheld]
+            granted += [role["name"] for role in peer_roles
+                        if role.get("match", "#") == match and permission in role["permissions"]]
+            permissions[permission] = sorted(set(granted), key=granted.index)
+        settings.append({"match": match, "permissions": permissions})
+    return settings

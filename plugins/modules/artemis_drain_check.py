@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: artemis_drain_check
+short_description: Wait until a datacentre has replicated everything to the others
+version_added: 0.1.0
+description:
+  - Polls the brokers until the source datacentre's mirror links have an empty store-and-forward backlog and every
+    application queue holds the same number of messages in every datacentre (within O(tolerance)).
+  - Fails after O(timeout) seconds with the backlog per link and the counts of every queue that differs.
+  - Reads only. Run it after the source site's clients are fenced, or the counts keep moving.
+extends_documentation_fragment:
+  - continuity.artemis.management
+  - continuity.artemis.management.queue_filter
+options:
+  source_datacentre:
+    description: The datacentre whose replication must be drained.
+    type: str
+    required: true
+  tolerance:
+    description: How many messages a queue's counts may differ between datacentres.
+    type: int
+    default: 0
+  timeout:
+    description: Seconds to wait for the drain.
+    type: int
+    default: 300
+  poll_interval:
+    description: Seconds between two looks.
+    type: float
+    default: 1.0
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so it runs the same in check mode.
+author:
+  - continuity.artemis developers (@continuity-artemis)
+'''
+
+EXAMPLES = r'''
+- name: Wait until london has replicated everything to frankfurt
+  continuity.artemis.artemis_drain_check:
+    brokers: "{{ continuity_brokers }}"
+    management_user: admin
+    management_password: "{{ vault_broker_admin_password }}"
+    source_datacentre: london
+    exclude_prefixes: [audit.]
+    timeout: 600
+  delegate_to: localhost
+  run_once: true
+'''
+
+RETURN = r'''
+drained:
+  description: Whether the drain completed (always true when the module succeeds).
+  returned: always
+  type: bool
+elapsed:
+  description: Seconds it took.
+  returned: always
+  type: float
+backlog:
+  description: Events left in the source's store-and-forward queues at the end, per link.
+  returned: always
+  type: dict
+out_of_sync:
+  description: Queues whose counts still differ at the end (see artemis_replication_info's C(comparison)).
+  returned: always
+  type: list
+  elements: dict
+progress:
+  description: One sample per poll, C(elapsed), C(backlog) (total) and C(out_of_sync) (number of queues).
+  returned: always
+  type: list
+  elements: dict
+'''
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
+    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
+
+
+def look(params):
+    """(backlog per source link, queues out of sync, unreachable brokers of the source)."""
+    reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
+    source = [report for report in reports if report['datacentre'] == params['source_datacentre']]
+    backlog = dict(('%s/%s' % (report['name'], link['name']), link['backlog'])
+                   for report in source for link in report['links'])
+    out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
+    unreachable = [report['name'] for report in reports if not report['reachable']]
+    return backlog, out_of_sync, unreachable
+
+
+def main():
+    argument_spec = dict(
+        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+        source_datacentre=dict(type='str', required=True),
+        tolerance=dict(type='int', default=0),
+        timeout=dict(type='int', default=300),
+        poll_interval=dict(type='float', default=1.0),
+    )
+    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
+    argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    datacentres = sorted(set(broker['datacentre'] for broker in params['brokers']))
+    if params['source_datacentre'] not in datacentres:
+        module.fail_json(msg='source_datacentre %r is not the datacentre of any of the brokers (%s)'
+                         % (params['source_datacentre'], ', '.join(datacentres)))
+    if len(datacentres) < 2:
+        module.fail_json(msg='brokers must include the other datacentres to compare with (got only %s)'
+                         % ', '.join(datacentres))
+
+    started = time.monotonic()
+    progress = []
+    while True:
+        try:
+            backlog, out_of_sync, unreachable = look(params)
+        except ManagementError as exc:
+            module.fail_json(msg=str(exc), progress=progress)
+        elapsed = round(time.monotonic() - started, 3)
+        progress.append({'elapsed': elapsed, 'backlog': sum(backlog.values()), 'out_of_sync': len(out_of_sync),
+                         'unreachable': unreachable})
+        drained = not unreachable and not out_of_sync and not any(backlog.values())
+        if drained or elapsed >= params['timeout']:
+            break
+        time.sleep(params['poll_interval'])
+
+    result = dict(changed=False, drained=drained, elapsed=elapsed, backlog=backlog, out_of_sync=out_of_sync,
+                  progress=progress)
+    if not drained:
+        module.fail_json(msg='%s did not drain within %ss: backlog per link %s; queues out of sync: %s%s' % (
+            params['source_datacentre'], params['timeout'], backlog,
+            ', '.join('%s %s' % (entry['queue'], entry['message_counts']) for entry in out_of_sync) or 'none',
+            '; unreachable: %s' % ', '.join(unreachable) if unreachable else ''), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

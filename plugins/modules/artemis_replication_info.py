@@ -1,0 +1,110 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: artemis_replication_info
+short_description: Report the replication state of Artemis brokers across datacentres
+version_added: 0.1.0
+description:
+  - For every broker, whether it is reachable and live, each mirror link (connected or not) with its
+    store-and-forward backlog, and each application queue with its message, delivering and consumer counts and
+    whether it is paused.
+  - Compares each queue's message count between the datacentres (live brokers only).
+  - A broker that does not answer is reported with C(reachable=false); a refused login fails the module.
+extends_documentation_fragment:
+  - continuity.artemis.management
+  - continuity.artemis.management.queue_filter
+options:
+  tolerance:
+    description: How many messages a queue's counts may differ between datacentres and still be in sync.
+    type: int
+    default: 0
+attributes:
+  check_mode:
+    support: full
+    description: Reads only.
+author:
+  - continuity.artemis developers (@continuity-artemis)
+'''
+
+EXAMPLES = r'''
+- name: Read the replication state of every broker
+  continuity.artemis.artemis_replication_info:
+    brokers:
+      - {name: lon-mq1, datacentre: london, management_url: "https://lon-mq1:8161"}
+      - {name: fra-mq1, datacentre: frankfurt, management_url: "https://fra-mq1:8161"}
+    management_user: admin
+    management_password: "{{ vault_broker_admin_password }}"
+    exclude_prefixes: [audit.]
+  delegate_to: localhost
+  run_once: true
+  register: replication
+'''
+
+RETURN = r'''
+brokers:
+  description: One entry per broker, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Broker name., type: str, returned: always}
+    datacentre: {description: Its datacentre., type: str, returned: always}
+    reachable: {description: Whether its management API answered., type: bool, returned: always}
+    error: {description: Why it did not answer., type: str, returned: when not reachable}
+    live: {description: Started and not a waiting backup., type: bool, returned: always}
+    version: {description: Artemis version., type: str, returned: when reachable}
+    links:
+      description: Mirror broker connections, with C(name), C(started), C(connected) and C(backlog) (events in
+        its store-and-forward queue).
+      type: list
+      elements: dict
+      returned: always
+    queues:
+      description: Application queues, with C(name), C(address), C(routing_type), C(message_count),
+        C(delivering_count), C(consumer_count) and C(paused).
+      type: list
+      elements: dict
+      returned: always
+comparison:
+  description: Per queue, C(message_counts) by datacentre and C(in_sync).
+  returned: always
+  type: list
+  elements: dict
+backlog:
+  description: Sum of every reachable broker's link backlogs.
+  returned: always
+  type: int
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
+    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
+
+
+def main():
+    argument_spec = dict(
+        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+        tolerance=dict(type='int', default=0),
+    )
+    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
+    argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    try:
+        reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
+    except ManagementError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
+                     backlog=sum(link['backlog'] for report in reports for link in report['links']))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,300 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: artemis_site
+short_description: Activate or fence a datacentre's Artemis brokers
+version_added: 0.1.0
+description:
+  - "C(state=passive) fences the datacentre's clients for the selected address groups: application roles may
+    neither send nor consume there (mirrors keep delivering, so the replicated copies stay staged), and the client
+    connections still open on its brokers are closed."
+  - "C(state=active) opens them again, so the datacentre's clients produce and consume. Replication needs no change:
+    every datacentre mirrors to every other one, and events start only where clients may act."
+  - The state is applied through the management API as runtime security settings, which Artemis keeps in its
+    journal (they survive restarts and override the same match in C(broker.xml)). The settings are computed exactly
+    as the broker role computes C(broker.xml)'s, from the same variables.
+  - "Fenced: refuses to activate while another reachable datacentre is active for one of the groups, unless
+    O(force=true). Every broker of the datacentre must be reachable; nothing changes otherwise."
+extends_documentation_fragment:
+  - continuity.artemis.management
+options:
+  datacentre:
+    description: The datacentre to activate or fence. O(brokers) also lists the others, for the fencing check.
+    type: str
+    required: true
+  state:
+    description: C(active) or C(passive).
+    type: str
+    choices: [active, passive]
+    required: true
+  address_groups:
+    description: The estate's address groups, as in C(replication_address_groups) (C(name), C(addresses), C(mode)).
+    type: list
+    elements: dict
+    required: true
+  groups:
+    description: Names of the groups to activate or fence. Default every C(full_state) group.
+    type: list
+    elements: str
+  roles:
+    description: The application roles, as in C(broker_roles) (C(name), C(match), C(permissions)).
+    type: list
+    elements: dict
+    required: true
+  admin_role:
+    description: The administrator role (C(broker_admin_role)); it keeps every permission.
+    type: str
+    default: amq
+  exempt_users:
+    description: Users whose connections a fence never closes (the replication and cluster users).
+    type: list
+    elements: str
+    default: []
+  delivery_timeout:
+    description:
+      - "A fence pauses the groups' queues and waits up to this many seconds for the deliveries already in flight
+        to be acknowledged before it closes the client connections, so that no message is delivered twice (once
+        here, once at the next active site). Then it resumes the queues (the security settings keep clients off)."
+    type: int
+    default: 30
+  force:
+    description: Activate even though another reachable datacentre is active. The result says which.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change (settings, connections to close) and changes nothing.
+  diff_mode:
+    support: full
+    description: Shows each replaced security setting before and after.
+author:
+  - continuity.artemis developers (@continuity-artemis)
+'''
+
+EXAMPLES = r'''
+- name: Fence london (controlled swapover, step 1)
+  continuity.artemis.artemis_site:
+    brokers: "{{ continuity_brokers }}"
+    management_user: admin
+    management_password: "{{ vault_broker_admin_password }}"
+    datacentre: london
+    state: passive
+    address_groups: "{{ replication_address_groups }}"
+    roles: "{{ broker_roles }}"
+    exempt_users: [replicator, cluster]
+  delegate_to: localhost
+  run_once: true
+
+- name: Activate frankfurt
+  continuity.artemis.artemis_site:
+    brokers: "{{ continuity_brokers }}"
+    management_user: admin
+    management_password: "{{ vault_broker_admin_password }}"
+    datacentre: frankfurt
+    state: active
+    address_groups: "{{ replication_address_groups }}"
+    roles: "{{ broker_roles }}"
+  delegate_to: localhost
+  run_once: true
+'''
+
+RETURN = r'''
+previous_state:
+  description: What the datacentre was before, C(active), C(passive) or C(mixed) (some groups or brokers each way).
+  returned: always
+  type: str
+changed_settings:
+  description: Per broker, the matches whose security setting was (or in check mode would be) replaced.
+  returned: always
+  type: dict
+closed_connections:
+  description: Client connections closed (or that would be) by a fence, per broker.
+  returned: always
+  type: dict
+active_elsewhere:
+  description: Other datacentres that were reachable and active for one of the groups (only with O(force)).
+  returned: always
+  type: list
+  elements: str
+'''
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ArtemisManagement, ManagementError)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
+    PERMISSIONS, STAGED_PERMISSIONS, security_settings, staging_entry)
+
+
+def staging_for(address_groups, selected, staged):
+    """Staging entries for every group's prefixes, each tagged with its group."""
+    entries = []
+    for group in address_groups:
+        for prefix in group.get('addresses') or ['']:
+            entries.append({'prefix': prefix, 'group': group['name'], 'staged': staged and group['name'] in selected})
+    return entries
+
+
+def desired_settings(params, selected):
+    """{match: {permission: [roles]}} for the matches of the selected groups, in the requested state."""
+    staging = staging_for(params['address_groups'], selected, params['state'] == 'passive')
+    settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging)
+    return dict((setting['match'], setting['permissions']) for setting in settings
+                if (staging_entry(setting['match'], staging) or {}).get('group') in selected)
+
+
+def group_queues(client, params, selected):
+    """The application queues whose addresses belong to the selected groups."""
+    staging = staging_for(params['address_groups'], selected, True)
+    return [queue for queue in client.queues() if is_application_queue(queue)
+            and (staging_entry(queue['address'], staging) or {}).get('group') in selected]
+
+
+def let_deliveries_finish(client, queues, timeout):
+    """Pause the queues and wait until nothing is being delivered from them; returns what is still in flight."""
+    for queue in queues:
+        client.pause_queue(queue)
+    names = set(queue['name'] for queue in queues)
+    deadline = time.monotonic() + timeout
+    while True:
+        delivering = dict((queue['name'], int(queue['deliveringCount'])) for queue in client.queues()
+                          if queue['name'] in names and int(queue['deliveringCount']))
+        if not delivering or time.monotonic() >= deadline:
+            return delivering
+        time.sleep(0.2)
+
+
+def live_settings(client, matches):
+    """{match: {permission: [roles]}} as the broker applies them now."""
+    live = {}
+    for match in matches:
+        roles = client.roles(match)
+        live[match] = dict((permission, sorted(role['name'] for role in roles if role.get(permission)))
+                           for permission in PERMISSIONS)
+    return live
+
+
+def clients_may_act(settings, admin_role):
+    """The matches on which a role other than the administrator may send or consume."""
+    return sorted(match for match, permissions in settings.items()
+                  if any(set(permissions.get(permission, [])) - set([admin_role]) for permission in STAGED_PERMISSIONS))
+
+
+def main():
+    argument_spec = dict(
+        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+        datacentre=dict(type='str', required=True),
+        state=dict(type='str', required=True, choices=['active', 'passive']),
+        address_groups=dict(type='list', elements='dict', required=True),
+        groups=dict(type='list', elements='str'),
+        roles=dict(type='list', elements='dict', required=True),
+        admin_role=dict(type='str', default='amq'),
+        exempt_users=dict(type='list', elements='str', default=[]),
+        force=dict(type='bool', default=False),
+        delivery_timeout=dict(type='int', default=30),
+    )
+    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+
+    full_state = [group['name'] for group in params['address_groups']
+                  if group.get('mode', 'full_state') == 'full_state']
+    selected = params['groups'] if params['groups'] is not None else full_state
+    unknown = sorted(set(selected) - set(full_state))
+    if unknown:
+        module.fail_json(msg='groups %s are not full_state groups of address_groups (those are: %s)'
+                         % (', '.join(unknown), ', '.join(full_state) or 'none'))
+    own = [broker for broker in params['brokers'] if broker['datacentre'] == params['datacentre']]
+    if not own:
+        module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)' % (
+            params['datacentre'], ', '.join(sorted(set(b['datacentre'] for b in params['brokers'])))))
+    try:
+        desired = desired_settings(params, selected)
+    except ValueError as exc:
+        module.fail_json(msg='address_groups: %s' % exc)
+
+    # Look at everything before changing anything.
+    active_elsewhere, plan = [], []
+    try:
+        for broker in params['brokers']:
+            client = ArtemisManagement.from_params(broker, params)
+            mine = broker['datacentre'] == params['datacentre']
+            try:
+                live_broker = client.status()['live']
+            except ManagementError as exc:
+                if mine or ('unreachable' not in str(exc) and 'no answer within' not in str(exc)):
+                    raise
+                continue  # another site that does not answer cannot be active as far as we can tell
+            if not live_broker:
+                continue  # a waiting backup takes the live broker's journal, settings included
+            live = live_settings(client, sorted(desired))
+            if not mine:
+                if params['state'] == 'active' and clients_may_act(live, params['admin_role']):
+                    active_elsewhere.append('%s (broker %s: %s)' % (
+                        broker['datacentre'], broker['name'], ', '.join(clients_may_act(live, params['admin_role']))))
+                continue
+            changes = sorted(match for match in desired if live[match] != desired[match])
+            connections = []
+            if params['state'] == 'passive':
+                exempt = set(params['exempt_users'])
+                connections = [c['connectionID'] for c in client.connections()
+                               if not set(u for u in (c.get('users') or '').split(',') if u) <= exempt]
+            plan.append((broker, client, live, changes, connections))
+    except ManagementError as exc:
+        module.fail_json(msg=str(exc))
+
+    if active_elsewhere and not params['force']:
+        module.fail_json(msg='refusing to activate %s: already active at %s (clients may send or consume there); '
+                             'fence it first (state=passive) or set force=true'
+                             % (params['datacentre'], '; '.join(active_elsewhere)),
+                         active_elsewhere=active_elsewhere)
+
+    states = set()
+    for _broker, _client, live, _changes, _connections in plan:
+        acting = clients_may_act(live, params['admin_role'])
+        states.add('active' if len(acting) == len(desired) else 'passive' if not acting else 'mixed')
+    previous = states.pop() if len(states) == 1 else 'mixed'
+
+    changed_settings, closed, diff = {}, {}, {'before': {}, 'after': {}}
+    try:
+        for broker, client, live, changes, connections in plan:
+            if changes:
+                changed_settings[broker['name']] = changes
+                diff['before'][broker['name']] = dict((match, live[match]) for match in changes)
+                diff['after'][broker['name']] = dict((match, desired[match]) for match in changes)
+            if connections:
+                closed[broker['name']] = len(connections)
+            if module.check_mode:
+                continue
+            for match in changes:
+                client.set_roles(match, desired[match], PERMISSIONS)
+            if connections:
+                queues = group_queues(client, params, selected)
+                in_flight = let_deliveries_finish(client, queues, params['delivery_timeout'])
+                if in_flight:
+                    module.warn('%s: deliveries still unacknowledged after %ss, they will be redelivered: %s'
+                                % (broker['name'], params['delivery_timeout'], in_flight))
+                for connection in connections:
+                    client.close_connection(connection)
+                for queue in queues:
+                    client.resume_queue(queue)
+    except ManagementError as exc:
+        module.fail_json(msg='%s (the datacentre may now be partly %s: run again)' % (exc, params['state']),
+                         changed_settings=changed_settings)
+
+    module.exit_json(changed=bool(changed_settings or closed), previous_state=previous,
+                     changed_settings=changed_settings, closed_connections=closed,
+                     active_elsewhere=active_elsewhere, diff=diff)
+
+
+if __name__ == '__main__':
+    main()

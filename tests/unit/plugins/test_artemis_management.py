@@ -1,0 +1,127 @@
+"""The management client's error handling against a fake Jolokia (a real HTTP server on loopback), and the
+replication helpers on known data."""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".collections"))
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (  # noqa: E402
+    ArtemisManagement, ManagementError, jolokia_endpoint, queue_mbean)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (  # noqa: E402
+    compare_sites, is_application_queue)
+
+
+class FakeJolokia(BaseHTTPRequestHandler):
+    """Answers with whatever the test put in ``server.answer``: (HTTP status, JSON body), or sleeps."""
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self.server.requests.append((dict(self.headers), json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+        status, body = self.server.answer
+        if status == "sleep":
+            time.sleep(body)
+            status, body = 200, {"status": 200, "value": None}
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def jolokia():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeJolokia)
+    server.requests, server.answer = [], (200, {"status": 200, "value": True})
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+
+
+def _client(server, timeout=5):
+    return ArtemisManagement("b1", "http://127.0.0.1:%d" % server.server_port, "admin", "s3cret", timeout=timeout)
+
+
+def test_a_read_sends_authenticated_json_with_an_origin(jolokia):
+    jolokia.answer = (200, {"status": 200, "value": {"Started": True}})
+    assert _client(jolokia).read("org.apache.activemq.artemis:broker=\"b1\"", ["Started"]) == {"Started": True}
+    headers, body = jolokia.requests[0]
+    assert headers["Authorization"] == "Basic YWRtaW46czNjcmV0"
+    assert headers["Origin"] == "http://127.0.0.1:%d" % jolokia.server_port
+    assert body == {"type": "read", "mbean": "org.apache.activemq.artemis:broker=\"b1\"", "attribute": ["Started"]}
+
+
+@pytest.mark.parametrize("status, expected", [
+    (401, r"refused management_user 'admin' \(HTTP 401 .*\): wrong user or password, or the user has no role"),
+    (403, r"refused management_user 'admin' \(HTTP 403 .*\): wrong user or password"),
+    (500, "HTTP 500"),
+])
+def test_http_errors_say_what_to_fix(jolokia, status, expected):
+    jolokia.answer = (status, {})
+    with pytest.raises(ManagementError, match=expected) as error:
+        _client(jolokia).read("x:y=z", "A")
+    assert "s3cret" not in str(error.value)
+
+
+def test_an_unknown_mbean_is_named(jolokia):
+    jolokia.answer = (200, {"status": 404, "error_type": "javax.management.InstanceNotFoundException",
+                            "error": "not found"})
+    with pytest.raises(ManagementError, match='broker b1 has no .*queue="orders"'):
+        _client(jolokia).read(queue_mbean("b1", "orders", "orders"), "MessageCount")
+
+
+def test_an_unreachable_broker_is_named():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = ArtemisManagement("b9", "http://127.0.0.1:%d" % port, "admin", "pw")
+    with pytest.raises(ManagementError, match="broker b9 is unreachable at http://127.0.0.1:%d" % port):
+        client.read("x:y=z", "A")
+
+
+def test_a_slow_broker_times_out(jolokia):
+    jolokia.answer = ("sleep", 3)
+    with pytest.raises(ManagementError, match="no answer within 1s"):
+        _client(jolokia, timeout=1).read("x:y=z", "A")
+
+
+def test_endpoint_and_origin():
+    assert jolokia_endpoint("https://mq1:8161") == ("https://mq1:8161/console/jolokia", "https://mq1:8161")
+    expected = ("http://mq1:8161/console/jolokia", "http://mq1:8161")
+    assert jolokia_endpoint("http://mq1:8161/console/jolokia/") == expected
+    with pytest.raises(ManagementError, match="not an http"):
+        jolokia_endpoint("mq1:8161")
+
+
+def test_application_queues_leave_out_internal_ones_and_follow_prefixes():
+    def queue(name, **extra):
+        return dict({"name": name, "internalQueue": "false", "temporary": "false"}, **extra)
+    assert not is_application_queue(queue("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", internalQueue="true"))
+    assert not is_application_queue(queue("tmp", temporary="true"))
+    assert is_application_queue(queue("orders.eu"))
+    assert not is_application_queue(queue("audit.eu"), exclude_prefixes=["audit."])
+    assert not is_application_queue(queue("orders.eu"), include_prefixes=["billing."])
+
+
+def test_compare_sites_counts_live_brokers_per_datacentre():
+    reports = [
+        {"datacentre": "dc1", "live": True,
+         "queues": [{"name": "a", "message_count": 5}, {"name": "b", "message_count": 1}]},
+        {"datacentre": "dc1", "live": False, "queues": []},
+        {"datacentre": "dc2", "live": True, "queues": [{"name": "a", "message_count": 5}]},
+    ]
+    assert compare_sites(reports) == [
+        {"queue": "a", "message_counts": {"dc1": 5, "dc2": 5}, "in_sync": True},
+        {"queue": "b", "message_counts": {"dc1": 1, "dc2": 0}, "in_sync": False},
+    ]
+    assert compare_sites(reports, tolerance=1)[1]["in_sync"]
