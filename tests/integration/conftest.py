@@ -54,3 +54,19 @@ def converged_back(estate):
     yield estate
     result = run_playbook("site.yml")
     assert result.rc == 0, result.output[-4000:]
+
+
+@pytest.fixture
+def dc1_active_at_the_end(estate):
+    """After a test that moved the `all` group around (swapover, failover): every node up with its broker running,
+    `all` swapped back to dc1, then site.yml with the inventory's settings."""
+    yield estate
+    for node in estate.nodes:
+        _testbed("start-node", node.name, check=False)
+    started = run_playbook("site.yml", extra_args=["--limit", ",".join(node.name for node in estate.nodes)])
+    assert started.rc == 0, started.output[-4000:]
+    back = run_playbook("playbooks/swapover.yml", extra_args=[
+        "-e", '{"swapover_source": "dc2", "swapover_target": "dc1", "swapover_groups": ["all"]}'])
+    assert back.rc == 0, back.output[-4000:]
+    result = run_playbook("site.yml")
+    assert result.rc == 0, result.output[-4000:]

@@ -56,6 +56,23 @@ def _node(estate, name):
     return next(node for node in estate.nodes if node.name == name)
 
 
+def _why_missing(queue, producer, accepted, backup, dc2):
+    """What a test that lost messages should say: which ids, when the producer had them accepted (connection 1 is
+    the primary, later ones the backup), whether dc1's surviving broker holds them, and the mirror's state."""
+    on_dc2 = {m.id for m in amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue)}
+    on_backup = {m.id for m in amqp.browse(backup.amqp_url, backup.user, backup.password, queue)}
+    records = {record.id: record for record in producer.ledger()}
+    missing = sorted(accepted - on_dc2)
+    connection = "dc2_all"
+    return (f"{len(missing)} accepted message(s) missing on dc2: "
+            + ", ".join(f"{i} (accepted on connection {records[i].connection}, on dc1's backup: {i in on_backup})"
+                        for i in missing[:20])
+            + f"; backup mirror {connection} connected="
+            f"{amqp.broker_connection_connected(backup.management_url, backup.user, backup.password, backup.name, connection)}"
+            f", backlog={amqp.mirror_backlog(backup.management_url, backup.user, backup.password, backup.name, connection)}"
+            f"; producer {producer.stats()}")
+
+
 def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_estate):
     layout, estate, inventory = layout_estate
     second = run_playbook("site.yml", inventory=inventory)
@@ -91,13 +108,8 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     try:
         on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
                                lambda messages: accepted <= {m.id for m in messages}, timeout=180)
-    except AssertionError as missing:
-        connection = "dc2_all"
-        raise AssertionError(
-            f"{missing}; backup: mirror {connection} connected="
-            f"{amqp.broker_connection_connected(backup.management_url, backup.user, backup.password, backup.name, connection)}"
-            f", backlog={amqp.mirror_backlog(backup.management_url, backup.user, backup.password, backup.name, connection)}"
-            f"; producer {producer.stats()}") from None
+    except AssertionError:
+        raise AssertionError(_why_missing(queue, producer, accepted, backup, dc2)) from None
     ids = [m.id for m in on_dc2]
     lost = accepted - set(ids)
     duplicates = len(ids) - len(set(ids))
