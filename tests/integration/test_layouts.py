@@ -86,6 +86,15 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
         assert "lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml
     dc2 = _node(estate, "dc2-node1")
     queue = f"layout.{uuid.uuid4().hex[:12]}"
+    # Known defect, measured apart: in an HA pair the message that auto-creates a queue sometimes never reaches
+    # dc2 (seen twice in CI: the producer's first id missing on dc2, present on dc1's backup, mirror connected with
+    # no backlog). The queue is created first so that this drill measures the loss of the primary alone.
+    first = amqp.send(primary.amqp_url, primary.user, primary.password, queue, 1, id_prefix=f"{queue}-first")
+    amqp.wait_for(lambda: amqp.queue_names(dc2.management_url, dc2.user, dc2.password, dc2.name),
+                  lambda names: queue in names, timeout=60)
+    time.sleep(2)
+    estate.record_timing(f"{layout}.first_message_of_new_queue_on_dc2",
+                         int(bool({m.id for m in amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue)} & set(first))))
     producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
     producer.start()
     producer.wait_connected()
@@ -119,4 +128,4 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     estate.record_timing(f"{layout}.failover_duplicate_msgs_on_dc2", duplicates)
     estate.record_timing(f"{layout}.failover_uncertain_present_on_dc2", len(uncertain & set(ids)))
     assert not lost
-    assert set(ids) <= accepted | uncertain, "dc2 holds messages the producer never sent"
+    assert set(ids) <= accepted | uncertain | set(first), "dc2 holds messages the producer never sent"
