@@ -12,6 +12,10 @@ from __future__ import annotations
 # What a staged (passive) site withholds from clients: nothing is produced there and nothing is delivered.
 STAGED_PERMISSIONS = ("send", "consume")
 
+# Never staged: the management address and its reply queues carry no replicated data, and monitoring (the Artemis
+# CLI's `queue stat`, core management clients) must work on a passive site too. Clients get the roles of "#" there.
+UNSTAGED_MATCHES = ("activemq.management.#",)
+
 # Every permission the collection manages, in the order of ActiveMQServerControl.addSecuritySettings.
 PERMISSIONS = ("send", "consume", "createDurableQueue", "deleteDurableQueue", "createNonDurableQueue",
                "deleteNonDurableQueue", "manage", "browse", "createAddress", "deleteAddress")
@@ -28,22 +32,24 @@ def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles
 
     Artemis applies only the most specific match to an address, so: the administrator is granted everything on
     every match; every staged prefix gets a match of its own, on which the roles granted on ``#`` apply; on a match
-    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) are
-    never staged.
+    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) and
+    ``UNSTAGED_MATCHES`` are never staged.
     """
     for entry in staging:
         if not isinstance(entry, dict) or not isinstance(entry.get("prefix"), str) or "staged" not in entry:
             raise ValueError("each staging entry needs 'prefix' and 'staged', got %r" % (entry,))
     client_matches = [role.get("match", "#") for role in roles]
     staged_matches = [entry["prefix"] + "#" for entry in staging if entry["prefix"]]
+    unstaged_matches = list(UNSTAGED_MATCHES) if staging else []
     peer_matches = [role.get("match", "#") for role in peer_roles]
 
     settings = []
-    for match in sorted(set(["#"] + client_matches + staged_matches + peer_matches)):
-        inherits = match not in client_matches and match in staged_matches
+    for match in sorted(set(["#"] + client_matches + staged_matches + unstaged_matches + peer_matches)):
+        inherits = match not in client_matches and match in staged_matches + unstaged_matches
         clients = [role for role in roles if role.get("match", "#") == ("#" if inherits else match)]
         entry = staging_entry(match, staging)
-        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and match not in peer_matches else ()
+        exempt = match in peer_matches or match in unstaged_matches
+        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and not exempt else ()
 
         permissions = {}
         for permission in all_permissions:

@@ -132,7 +132,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_managem
     BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ArtemisManagement, ManagementError)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
-    PERMISSIONS, STAGED_PERMISSIONS, security_settings, staging_entry)
+    PERMISSIONS, STAGED_PERMISSIONS, UNSTAGED_MATCHES, security_settings, staging_entry)
 
 
 def staging_for(address_groups, selected, staged):
@@ -149,7 +149,8 @@ def desired_settings(params, selected):
     staging = staging_for(params['address_groups'], selected, params['state'] == 'passive')
     settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging)
     return dict((setting['match'], setting['permissions']) for setting in settings
-                if (staging_entry(setting['match'], staging) or {}).get('group') in selected)
+                if setting['match'] not in UNSTAGED_MATCHES
+                and (staging_entry(setting['match'], staging) or {}).get('group') in selected)
 
 
 def group_queues(client, params, selected):

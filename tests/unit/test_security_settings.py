@@ -35,7 +35,7 @@ def test_each_group_prefix_gets_its_own_match_with_the_hash_roles():
     staging = [{"prefix": "", "staged": True}, {"prefix": "east.", "staged": False},
                {"prefix": "inflow.", "staged": False}]
     settings = _by_match(artemis_security_settings([APP], "amq", PERMISSIONS, staging=staging))
-    assert sorted(settings) == ["#", "east.#", "inflow.#"]
+    assert sorted(settings) == ["#", "activemq.management.#", "east.#", "inflow.#"]
     assert settings["east.#"]["consume"] == ["amq", "app"]
     assert settings["inflow.#"]["send"] == ["amq", "app"]
     assert settings["#"]["consume"] == ["amq"]
@@ -67,3 +67,10 @@ def test_peer_roles_keep_their_grants_on_a_staged_site():
 def test_malformed_staging_entries_are_refused(entry):
     with pytest.raises(AnsibleFilterError, match="staging entry"):
         artemis_security_settings([APP], "amq", PERMISSIONS, staging=[entry])
+
+
+def test_management_replies_are_never_staged_so_a_passive_site_can_be_monitored():
+    settings = _by_match(artemis_security_settings(
+        [APP], "amq", PERMISSIONS, staging=[{"prefix": "", "staged": True}]))
+    assert settings["activemq.management.#"]["consume"] == ["amq", "app"]
+    assert settings["#"]["consume"] == ["amq"]
