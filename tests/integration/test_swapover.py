@@ -74,7 +74,7 @@ def test_three_swapovers_under_load_lose_nothing_and_duplicate_nothing(dc1_activ
         estate.record_timing(f"swapover.drill{drill}.rejected_msgs", len(producer.rejected_ids()))
 
 
-def test_the_artemis_command_line_clients_work_at_the_active_site_before_and_after_a_swapover(
+def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_the_passive_one_across_a_swapover(
         dc1_active_at_the_end):
     estate = dc1_active_at_the_end
     artemis = os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
@@ -92,6 +92,12 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_before_and_aft
         # The CLI exits 0 even then; the refusal is in its output.
         refused = cli(estate.dc(passive), "producer", queue, 1)
         assert "AMQ229032" in refused.stdout + refused.stderr and "permission='SEND'" in refused.stdout + refused.stderr
+        # Monitoring works at the passive site (management replies are not staged).
+        node = estate.dc(passive)
+        stat = subprocess.run([artemis, "queue", "stat", "--url", node.core_url, "--user", node.user, "--password",
+                               node.password, "--queueName", queue], capture_output=True, text=True, timeout=120,
+                              cwd=REPO_ROOT, check=False)
+        assert stat.returncode == 0 and f"|{queue}" in stat.stdout, stat.stdout + stat.stderr
         received = cli(estate.dc(active), "consumer", queue)
         assert received.returncode == 0 and "Consumed: 10 messages" in received.stdout, received.stdout
         if active == "dc1":
