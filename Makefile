@@ -11,7 +11,8 @@ TOXIPROXY := .tools/bin/toxiproxy-server
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
 VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
-APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper
+APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper \
+	openjdk-17-jre-headless
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -34,7 +35,7 @@ setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROX
 	fi
 	@touch $@
 
-$(VENV)/.installed: requirements-dev.txt
+$(VENV)/.installed: requirements-dev.txt spark/requirements.txt
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 is needed (ansible-core 2.21); none found" >&2; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip

@@ -1,0 +1,215 @@
+"""What the job computes, as DataFrame transformations (no I/O here).
+
+Windows are tumbling, ``window`` seconds long, aligned on the Unix epoch; a window is named by its end.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+LINK_KEYS = ["source_datacentre", "target_datacentre"]
+
+
+def window_end(column, window):
+    """The end of the tumbling window holding ``column`` (a time exactly on a boundary starts a window)."""
+    return (F.floor(column / window) + 1) * window
+
+
+def probe_latencies(probes: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Per probe: sent_time, seen_time (null while not visible at the target) and lag_seconds.
+
+    Returns (probes, rejected): a probe seen before it was sent (clock skew, or a corrupt record) and a probe seen
+    without a "sent" record are rejected, never clipped to a lag of zero.
+    """
+    keys = ["probe_id"] + LINK_KEYS
+    sent = probes.where(F.col("event") == "sent").groupBy(*keys).agg(F.min("time").alias("sent_time"))
+    seen = probes.where(F.col("event") == "seen").groupBy(*keys).agg(F.min("time").alias("seen_time"))
+    joined = sent.join(seen, keys, "full").withColumn("lag_seconds", F.col("seen_time") - F.col("sent_time"))
+    reason = (F.when(F.col("sent_time").isNull(), F.lit("probe seen but never sent"))
+              .when(F.col("lag_seconds") < 0, F.lit("probe seen before it was sent (clock skew)")))
+    tagged = joined.withColumn("reason", reason)
+    rejected = tagged.where(F.col("reason").isNotNull()).groupBy("reason").count()
+    return tagged.where(F.col("reason").isNull()).drop("reason"), rejected
+
+
+def replication_lag(latencies: DataFrame, window: int) -> DataFrame:
+    """Per link and window (by the time a probe was sent): probes sent and seen, lag p50/p99/max of those seen."""
+    return (latencies.withColumn("window_end", window_end(F.col("sent_time"), window))
+            .groupBy(*LINK_KEYS, "window_end")
+            .agg(F.count("*").alias("probes_sent"), F.count("seen_time").alias("probes_seen"),
+                 F.percentile("lag_seconds", F.lit(0.5)).alias("lag_p50_seconds"),
+                 F.percentile("lag_seconds", F.lit(0.99)).alias("lag_p99_seconds"),
+                 F.max("lag_seconds").alias("lag_max_seconds")))
+
+
+def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
+    """RPO in time at every window end up to ``as_of``: the age of the oldest probe sent but not yet visible at the
+    target then (0 when every probe sent so far was visible). It keeps rising while a link is stalled."""
+    k_first = F.ceil(F.col("sent_time") / window)
+    k_last = F.when(F.col("seen_time").isNotNull(), F.ceil(F.col("seen_time") / window) - 1) \
+        .otherwise(F.floor(F.lit(as_of) / window))
+    outstanding = (latencies.where(F.col("sent_time") <= as_of)
+                   .where(F.col("seen_time").isNull() | (F.col("seen_time") > F.col("sent_time")))
+                   .where(k_last >= k_first)
+                   .select(*LINK_KEYS, "sent_time", F.explode(F.sequence(k_first, k_last)).alias("k"))
+                   .withColumn("window_end", (F.col("k") * window).cast("double"))
+                   .groupBy(*LINK_KEYS, "window_end")
+                   .agg(F.max(F.col("window_end") - F.col("sent_time")).alias("rpo_seconds")))
+    span = (latencies.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"))
+            .select(*LINK_KEYS, F.explode(F.sequence(F.floor(F.col("first") / window) + 1,
+                                                     F.floor(F.lit(as_of) / window))).alias("k"))
+            .select(*LINK_KEYS, (F.col("k") * window).cast("double").alias("window_end")))
+    return (span.join(outstanding, LINK_KEYS + ["window_end"], "left")
+            .withColumn("rpo_seconds", F.coalesce("rpo_seconds", F.lit(0.0))))
+
+
+def current_rpo(latencies: DataFrame, as_of: float) -> DataFrame:
+    """Per link at ``as_of``: RPO in time and the "replicated up to" time (newest probe sent that was visible)."""
+    sent_by_then = latencies.where(F.col("sent_time") <= as_of)
+    visible = F.col("seen_time").isNotNull() & (F.col("seen_time") <= as_of)
+    return (sent_by_then.groupBy(*LINK_KEYS)
+            .agg(F.max(F.when(visible, F.col("sent_time"))).alias("replicated_up_to"),
+                 F.min(F.when(~visible | F.col("seen_time").isNull(), F.col("sent_time"))).alias("oldest_unseen"))
+            .withColumn("rpo_seconds", F.coalesce(F.lit(as_of) - F.col("oldest_unseen"), F.lit(0.0)))
+            .drop("oldest_unseen"))
+
+
+def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
+    """Per link and window: store-and-forward backlog (events: messages, acknowledgements, creates) summed over the
+    brokers of the source datacentre (last and max of the window), and the fraction of samples connected."""
+    per_broker = (link_samples.withColumn("window_end", window_end(F.col("time"), window))
+                  .groupBy("datacentre", "target_datacentre", "broker", "window_end")
+                  .agg(F.max_by("backlog", "time").alias("last"), F.max("backlog").alias("max"),
+                       F.avg(F.col("connected").cast("double")).alias("connected")))
+    return (per_broker.groupBy(F.col("datacentre").alias("source_datacentre"), "target_datacentre", "window_end")
+            .agg(F.sum("last").alias("backlog_events_last"), F.sum("max").alias("backlog_events_max"),
+                 F.max("connected").alias("connected_ratio")))
+
+
+def _increase(column, ordered):
+    """Per-sample increase of a counter; a decrease is a broker restart, after which the counter starts anew."""
+    previous = F.lag(column).over(ordered)
+    return (F.when(previous.isNull(), F.lit(0))
+            .when(F.col(column) < previous, F.col(column))
+            .otherwise(F.col(column) - previous))
+
+
+def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
+    """Per datacentre, queue and window: messages in and acknowledged per second, depth, in-flight deliveries
+    (delivered, not yet acknowledged: what an abrupt failover redelivers), consumers, the cumulative counters at the
+    end of the window (summed over the datacentre's brokers) and whether a broker restarted since the first sample
+    (its counters started again, so they no longer compare with another datacentre's)."""
+    ordered = Window.partitionBy("broker", "queue").orderBy("time")
+    so_far = Window.partitionBy("broker", "queue").orderBy("window_end").rowsBetween(Window.unboundedPreceding, 0)
+    per_broker = (queue_samples
+                  .withColumn("added", _increase("messages_added", ordered))
+                  .withColumn("acked", _increase("messages_acknowledged", ordered))
+                  .withColumn("reset", (F.col("messages_added") < F.lag("messages_added").over(ordered))
+                              | (F.col("messages_acknowledged") < F.lag("messages_acknowledged").over(ordered)))
+                  .withColumn("window_end", window_end(F.col("time"), window))
+                  .groupBy("datacentre", "broker", "queue", "window_end")
+                  .agg(F.sum("added").alias("added"), F.sum("acked").alias("acked"),
+                       F.max_by("message_count", "time").alias("message_count"),
+                       F.max("delivering_count").alias("delivering_max"),
+                       F.max_by("consumer_count", "time").alias("consumers"),
+                       F.max_by("messages_added", "time").alias("messages_added"),
+                       F.max_by("messages_acknowledged", "time").alias("messages_acknowledged"),
+                       F.coalesce(F.max("reset"), F.lit(False)).alias("reset"))
+                  .withColumn("counters_reset", F.max("reset").over(so_far)))
+    return (per_broker.groupBy("datacentre", "queue", "window_end")
+            .agg((F.sum("added") / window).alias("messages_in_per_second"),
+                 (F.sum("acked") / window).alias("acknowledged_per_second"),
+                 F.sum("message_count").alias("message_count"), F.sum("delivering_max").alias("delivering_max"),
+                 F.sum("consumers").alias("consumers"), F.sum("messages_added").alias("messages_added"),
+                 F.sum("messages_acknowledged").alias("messages_acknowledged"),
+                 F.max("counters_reset").alias("counters_reset")))
+
+
+def queue_backlog(flow: DataFrame) -> DataFrame:
+    """RPO in messages per datacentre, queue and window: how many messages and acknowledgements the datacentre has
+    not received yet, against the datacentre that has seen the most (with a mirror every copy counts them all).
+    Unknown (null) once a broker of the queue restarted: the mirror's backlog in events still counts then."""
+    per_queue = Window.partitionBy("queue", "window_end")
+    comparable = ~F.max("counters_reset").over(per_queue)
+    return (flow.withColumn("backlog_messages", F.when(comparable, F.max("messages_added").over(per_queue)
+                                                       - F.col("messages_added")))
+            .withColumn("backlog_acknowledgements", F.when(comparable, F.max("messages_acknowledged").over(per_queue)
+                                                           - F.col("messages_acknowledged"))))
+
+
+def operation_durations(events: DataFrame) -> DataFrame:
+    """Per operation run: seconds from its first phase to each later phase (the event log's ISO times)."""
+    timed = events.withColumn("time", F.unix_micros(F.to_timestamp("at")) / 1e6)
+    first = Window.partitionBy("name", "id")
+    return (timed.withColumn("since_start_seconds", F.col("time") - F.min("time").over(first))
+            .select("name", "id", "source", "target", "phase", "time", "since_start_seconds"))
+
+
+def activation_seconds(durations: DataFrame, default: float) -> float:
+    """Median time an operation took from its start to the activation of the target (drills and real runs)."""
+    row = (durations.where(F.col("phase") == "activated")
+           .agg(F.percentile("since_start_seconds", F.lit(0.5)).alias("median")).first())
+    return float(row["median"]) if row and row["median"] is not None else float(default)
+
+
+def rto_estimate(backlog: DataFrame, detection: float, activation: float) -> DataFrame:
+    """Per datacentre and queue at the latest window: the RTO if the datacentre had to take over now. Detection and
+    activation, then draining what waits there at the speed the queue is consumed where it is active (null when no
+    consumption was measured: no honest estimate)."""
+    latest = backlog.groupBy("queue").agg(F.max("window_end").alias("window_end"))
+    now = backlog.join(latest, ["queue", "window_end"])
+    speed = now.groupBy("queue").agg(F.max("acknowledged_per_second").alias("consumption_per_second"))
+    drain = F.when(F.col("consumption_per_second") > 0, F.col("message_count") / F.col("consumption_per_second"))
+    return (now.join(speed, "queue")
+            .select("datacentre", "queue", "window_end", "message_count", "consumption_per_second",
+                    F.lit(float(detection)).alias("detection_seconds"),
+                    F.lit(float(activation)).alias("activation_seconds"),
+                    drain.alias("drain_seconds"),
+                    (F.lit(detection + activation) + drain).alias("rto_seconds")))
+
+
+def drill_outcomes(ledgers: DataFrame) -> DataFrame:
+    """Per drill, from its ledger: what was accepted, lost (accepted, then neither consumed nor left anywhere),
+    duplicated (deliveries beyond the first), the actual RPO in time (fault minus the oldest lost message's
+    acceptance) and RTO (fault to the first message accepted or consumed at another datacentre)."""
+    fault = (ledgers.where(F.col("event") == "fault").groupBy("drill")
+             .agg(F.min("time").alias("fault_time"), F.first("datacentre").alias("failed_datacentre")))
+    ids = (ledgers.where(F.col("event") != "fault").groupBy("drill", "id")
+           .agg(F.min(F.when(F.col("event") == "accepted", F.col("time"))).alias("accepted_at"),
+                F.sum((F.col("event") == "consumed").cast("long")).alias("deliveries"),
+                F.max((F.col("event") == "present").cast("long")).alias("left")))
+    per_drill = (ids.groupBy("drill")
+                 .agg(F.count("accepted_at").alias("accepted"),
+                      F.sum(F.when(F.col("accepted_at").isNotNull()
+                                   & (F.col("deliveries") + F.col("left") == 0), 1).otherwise(0)).alias("lost"),
+                      F.sum(F.greatest(F.col("deliveries") + F.col("left") - 1, F.lit(0))).alias("duplicates"),
+                      F.min(F.when(F.col("accepted_at").isNotNull()
+                                   & (F.col("deliveries") + F.col("left") == 0), F.col("accepted_at")))
+                      .alias("oldest_lost_at")))
+    recovered = (ledgers.join(fault, "drill")
+                 .where((F.col("event").isin("accepted", "consumed")) & (F.col("time") > F.col("fault_time"))
+                        & (F.col("datacentre") != F.col("failed_datacentre")))
+                 .groupBy("drill").agg(F.min("time").alias("recovered_at")))
+    return (per_drill.join(fault, "drill", "left").join(recovered, "drill", "left")
+            .withColumn("rpo_seconds", F.when(F.col("lost") == 0, F.lit(0.0))
+                        .otherwise(F.col("fault_time") - F.col("oldest_lost_at")))
+            .withColumn("rto_seconds", F.col("recovered_at") - F.col("fault_time"))
+            .drop("oldest_lost_at", "recovered_at"))
+
+
+def at_risk_before(backlog: DataFrame, drills: DataFrame) -> DataFrame:
+    """Per drill: the job's estimate, from the last window that ended before the fault, of the messages an abrupt
+    failover would lose (not yet at the datacentre taking over, summed over queues; with several candidates the
+    most behind) and redeliver (delivered but unacknowledged at the failed datacentre)."""
+    faults = drills.where(F.col("fault_time").isNotNull()).select("drill", "fault_time", "failed_datacentre")
+    before = backlog.join(faults, backlog["window_end"] <= faults["fault_time"])
+    latest = before.groupBy("drill").agg(F.max("window_end").alias("window_end"))
+    per_queue = (before.join(latest, ["drill", "window_end"])
+                 .groupBy("drill", "window_end", "queue")
+                 .agg(F.max(F.when(F.col("datacentre") != F.col("failed_datacentre"), F.col("backlog_messages")))
+                      .alias("lost"),
+                      F.sum(F.when(F.col("datacentre") == F.col("failed_datacentre"), F.col("delivering_max")))
+                      .alias("redelivered")))
+    return (per_queue.groupBy("drill", F.col("window_end").alias("estimated_at"))
+            .agg(F.sum("lost").alias("messages_at_risk"), F.sum("redelivered").alias("deliveries_at_risk")))

@@ -1,0 +1,20 @@
+"""The Spark session of the job: local mode, unless spark-submit (which sets SPARK_ENV_LOADED) chose a master."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def spark_session(master: str | None = None) -> SparkSession:
+    builder = SparkSession.builder.appName("continuity-artemis-rpo").config("spark.sql.session.timeZone", "UTC")
+    if master or not os.environ.get("SPARK_ENV_LOADED"):
+        master = master or "local[*]"
+        builder = builder.master(master)
+    if master and master.startswith("local"):
+        # Python workers must run the driver's own interpreter (the venv), not the first python3 on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+    return builder.getOrCreate()

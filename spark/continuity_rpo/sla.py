@@ -1,0 +1,112 @@
+"""The application's objectives (a YAML file) and how measurements compare with them."""
+
+from __future__ import annotations
+
+import fnmatch
+
+import yaml
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+DEFAULTS = {
+    "window_seconds": 60,
+    # Until the event log holds measured activations, the RTO estimate uses this.
+    "activation_seconds": 30.0,
+    # How long monitoring takes to notice a lost datacentre (not measured by the collection).
+    "detection_seconds": 30.0,
+    "objectives": {"rpo_seconds": 5.0, "rto_seconds": 120.0, "target_ratio": 0.999},
+    "queues": {},
+}
+OBJECTIVE_KEYS = ("rpo_seconds", "rto_seconds", "target_ratio")
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _number(where, value, positive=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and value <= 0):
+        raise ConfigError(f"{where} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _objectives(where, given, inherited):
+    if not isinstance(given, dict):
+        raise ConfigError(f"{where} must be a mapping of {', '.join(OBJECTIVE_KEYS)}")
+    unknown = sorted(set(given) - set(OBJECTIVE_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(OBJECTIVE_KEYS)})")
+    merged = dict(inherited)
+    merged.update({key: _number(f"{where}.{key}", value) for key, value in given.items()})
+    if not merged["target_ratio"] < 1:
+        raise ConfigError(f"{where}.target_ratio must be below 1 (it leaves an error budget), "
+                          f"got {merged['target_ratio']}")
+    return merged
+
+
+def load(path: str | None) -> dict:
+    """The SLA file merged over the defaults; every error names the key."""
+    given = {}
+    if path:
+        with open(path, encoding="utf-8") as handle:
+            given = yaml.safe_load(handle) or {}
+        if not isinstance(given, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top")
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
+    config = {
+        "window_seconds": int(_number("window_seconds", given.get("window_seconds", DEFAULTS["window_seconds"]))),
+        "activation_seconds": _number("activation_seconds",
+                                      given.get("activation_seconds", DEFAULTS["activation_seconds"])),
+        "detection_seconds": _number("detection_seconds", given.get("detection_seconds",
+                                                                    DEFAULTS["detection_seconds"])),
+        "objectives": _objectives("objectives", given.get("objectives", {}), DEFAULTS["objectives"]),
+    }
+    queues = given.get("queues", {})
+    if not isinstance(queues, dict):
+        raise ConfigError("queues must map queue name patterns to objectives")
+    config["queues"] = {pattern: _objectives(f"queues.{pattern}", objectives, config["objectives"])
+                        for pattern, objectives in queues.items()}
+    return config
+
+
+def objectives_for(config: dict, queue: str) -> dict:
+    """The objectives of the most specific (longest) matching pattern, else the defaults."""
+    matching = [pattern for pattern in config["queues"] if fnmatch.fnmatchcase(queue, pattern)]
+    return config["queues"][max(matching, key=len)] if matching else config["objectives"]
+
+
+def link_compliance(rpo_windows: DataFrame, objectives: dict) -> DataFrame:
+    """Per link: the share of windows whose RPO met the objective, pass/fail against the target ratio, and the
+    error-budget burn rate (1 = spending the budget exactly as fast as the target allows)."""
+    good = (F.col("rpo_seconds") <= objectives["rpo_seconds"]).cast("double")
+    return (rpo_windows.groupBy("source_datacentre", "target_datacentre")
+            .agg(F.count("*").alias("windows"), F.avg(good).alias("good_ratio"),
+                 F.max("rpo_seconds").alias("worst_rpo_seconds"))
+            .withColumn("objective_seconds", F.lit(objectives["rpo_seconds"]))
+            .withColumn("passed", F.col("good_ratio") >= objectives["target_ratio"])
+            .withColumn("burn_rate", (1 - F.col("good_ratio")) / (1 - objectives["target_ratio"])))
+
+
+def queue_compliance(config: dict, rto_rows: list) -> list[dict]:
+    """Per datacentre and queue: the RTO estimate against the queue's objective (no estimate fails)."""
+    results = []
+    for row in rto_rows:
+        objective = objectives_for(config, row["queue"])["rto_seconds"]
+        estimate = row["rto_seconds"]
+        results.append({"datacentre": row["datacentre"], "queue": row["queue"], "objective_seconds": objective,
+                        "estimate_seconds": estimate, "passed": estimate is not None and estimate <= objective})
+    return results
+
+
+def drill_compliance(config: dict, drill_rows: list) -> list[dict]:
+    """Per drill: the actual RPO and RTO against the default objectives (a value not measured fails)."""
+    results = []
+    for row in drill_rows:
+        for objective in ("rpo_seconds", "rto_seconds"):
+            value, target = row[objective], config["objectives"][objective]
+            results.append({"drill": row["drill"], "objective": objective.split("_", maxsplit=1)[0],
+                            "objective_seconds": target, "value_seconds": value,
+                            "passed": value is not None and value <= target})
+    return results

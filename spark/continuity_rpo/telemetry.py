@@ -1,0 +1,127 @@
+"""The telemetry store: what each kind of record holds, how to read it, and what counts as bad telemetry.
+
+Every kind lives in its own directory of JSON-lines files under one root (a local path or any URI Spark reads):
+
+    <root>/queue_samples/   the collector: one row per queue per broker per sample
+    <root>/link_samples/    the collector: one row per mirror (broker connection) per broker per sample
+    <root>/probes/          the canary prober: a "sent" row when a probe leaves its source datacentre, a "seen" row
+                            when it is visible at a target datacentre (both times from the prober's own clock)
+    <root>/ledgers/         drills: ids accepted and consumed per datacentre, and the time of the fault
+    <root>/events/          the orchestration event log of the operation playbooks (continuity_event_log)
+
+Times are Unix seconds (float), except the event log's ISO-8601 "at".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BooleanType, DoubleType, LongType, MapType, StringType, StructField, StructType)
+
+
+def _schema(*fields):
+    return StructType([StructField(name, kind, True) for name, kind in fields])
+
+
+SCHEMAS = {
+    "queue_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
+                             ("queue", StringType()), ("address", StringType()), ("messages_added", LongType()),
+                             ("messages_acknowledged", LongType()), ("message_count", LongType()),
+                             ("delivering_count", LongType()), ("consumer_count", LongType())),
+    "link_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
+                            ("link", StringType()), ("target_datacentre", StringType()),
+                            ("connected", BooleanType()), ("backlog", LongType())),
+    "probes": _schema(("probe_id", StringType()), ("source_datacentre", StringType()),
+                      ("target_datacentre", StringType()), ("event", StringType()), ("time", DoubleType())),
+    "ledgers": _schema(("drill", StringType()), ("id", StringType()), ("datacentre", StringType()),
+                       ("event", StringType()), ("time", DoubleType())),
+    "events": _schema(("name", StringType()), ("id", StringType()), ("phase", StringType()), ("at", StringType()),
+                      ("source", StringType()), ("target", StringType()),
+                      ("details", MapType(StringType(), StringType()))),
+}
+
+# A row without one of these cannot be placed in time or attributed: it is rejected, and counted.
+REQUIRED = {
+    "queue_samples": ("time", "broker", "datacentre", "queue", "messages_added", "messages_acknowledged",
+                      "message_count", "delivering_count"),
+    "link_samples": ("time", "broker", "datacentre", "link", "target_datacentre", "backlog"),
+    "probes": ("probe_id", "source_datacentre", "target_datacentre", "event", "time"),
+    "ledgers": ("drill", "datacentre", "event", "time"),
+    "events": ("name", "id", "phase", "at"),
+}
+
+ALLOWED_EVENTS = {"probes": ("sent", "seen"), "ledgers": ("accepted", "consumed", "present", "fault")}
+
+
+class TelemetryError(Exception):
+    """Telemetry the job cannot turn into an honest number (nothing to read, nothing valid left)."""
+
+
+@dataclasses.dataclass
+class Telemetry:
+    """The valid rows of every kind, and the rejected ones counted per kind and reason."""
+    frames: dict[str, DataFrame]
+    rejected: list[tuple[str, str, int]]
+
+    def __getitem__(self, kind):
+        return self.frames[kind]
+
+
+def _rejections(kind, frame):
+    """(reason column, condition) pairs: the first that holds rejects a row."""
+    reasons = [(f"missing {name}", F.col(name).isNull()) for name in REQUIRED[kind]]
+    if kind in ALLOWED_EVENTS:
+        reasons.append(("unknown event", ~F.col("event").isin(*ALLOWED_EVENTS[kind])))
+    if kind == "ledgers":
+        reasons.append(("missing id", (F.col("event") != "fault") & F.col("id").isNull()))
+    if kind == "queue_samples":
+        reasons.append(("negative counter", F.least(*[F.col(c) for c in (
+            "messages_added", "messages_acknowledged", "message_count", "delivering_count")]) < 0))
+    if kind == "link_samples":
+        reasons.append(("negative counter", F.col("backlog") < 0))
+    return reasons
+
+
+def validate(kind, frame):
+    """Split ``frame`` into (valid rows, [(kind, reason, count)])."""
+    reason = F.lit(None).cast(StringType())
+    for text, condition in reversed(_rejections(kind, frame)):
+        reason = F.when(F.coalesce(condition, F.lit(False)), F.lit(text)).otherwise(reason)
+    tagged = frame.withColumn("_rejected", reason).cache()
+    counts = [(kind, row["_rejected"], row["count"])
+              for row in tagged.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count().collect()]
+    return tagged.where(F.col("_rejected").isNull()).drop("_rejected"), sorted(counts)
+
+
+def read(spark: SparkSession, root: str, kinds=tuple(SCHEMAS)) -> Telemetry:
+    """Read and validate the telemetry under ``root``; kinds with no file at all are empty frames."""
+    frames, rejected = {}, []
+    for kind in kinds:
+        path = f"{root.rstrip('/')}/{kind}"
+        try:
+            raw = spark.read.schema(SCHEMAS[kind]).json(path)
+        except Exception as exc:  # Spark raises AnalysisException for a path that does not exist
+            if "PATH_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
+                raise
+            raw = spark.createDataFrame([], SCHEMAS[kind])
+        frames[kind], counts = validate(kind, raw)
+        rejected += counts
+    return Telemetry(frames, sorted(rejected))
+
+
+def from_rows(spark: SparkSession, rows: dict[str, list[dict]]) -> Telemetry:
+    """The same as ``read`` for rows held in memory (tests, and the streaming mode's micro-batches)."""
+    def value(row, field):
+        # As a JSON reader would: an integral time is still a double.
+        found = row.get(field.name)
+        return float(found) if found is not None and isinstance(field.dataType, DoubleType) else found
+
+    frames, rejected = {}, []
+    for kind, schema in SCHEMAS.items():
+        raw = spark.createDataFrame([tuple(value(row, f) for f in schema.fields) for row in rows.get(kind, [])],
+                                    schema)
+        frames[kind], counts = validate(kind, raw)
+        rejected += counts
+    return Telemetry(frames, sorted(rejected))

@@ -1,0 +1,108 @@
+"""The whole job on a telemetry store written as the collector and prober write it: Parquet history, Prometheus
+textfile and report agree with the known truth; bad input stops the job with a message, never a number."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from continuity_rpo import job
+
+from test_metrics import AS_OF, T0, _ledger_rows, _probe_rows, _queue_rows
+
+SPARK_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "spark")
+
+
+def _store(root, rows_by_kind):
+    for kind, rows in rows_by_kind.items():
+        os.makedirs(root / kind, exist_ok=True)
+        with open(root / kind / "part-0.jsonl", "w") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+def _samples(textfile):
+    with open(textfile) as handle:
+        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(handle.read()) for sample in family.samples}
+
+
+def _arguments(tmp_path, **overrides):
+    values = dict(telemetry=str(tmp_path / "telemetry"), output=str(tmp_path / "history"), sla=None,
+                  textfile=str(tmp_path / "rpo.prom"), pushgateway=None, report=str(tmp_path / "report.html"),
+                  as_of=None, master=None)
+    values.update(overrides)
+    return types.SimpleNamespace(**values)
+
+
+def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
+    ledger = [dict(row, time=row["time"] + T0) for row in _ledger_rows()]
+    queue_samples = [row for row in _queue_rows() if row["time"] < T0 + 30]  # before dc1's restart
+    _store(tmp_path / "telemetry", {"probes": _probe_rows(), "queue_samples": queue_samples, "ledgers": ledger})
+    with open(tmp_path / "sla.yml", "w") as handle:
+        handle.write("objectives: {rpo_seconds: 30, target_ratio: 0.5}\nqueues: {'ord*': {rto_seconds: 60}}\n")
+    rows = job.run(spark, _arguments(tmp_path), job.sla.load(str(tmp_path / "sla.yml")))
+
+    samples = _samples(tmp_path / "rpo.prom")
+    link = (("source_datacentre", "dc1"), ("target_datacentre", "dc2"))
+    assert rows["as_of"] == T0 + AS_OF - 1  # the newest probe sent: the job's "now"
+    assert samples[("continuity_artemis_rpo_seconds", link)] == pytest.approx(9.0)
+    assert samples[("continuity_artemis_replicated_timestamp_seconds", link)] == T0 + 289
+    # RPO windows 0, 0, 60, 0 (the window ending at 300 is after as_of): 3 of 4 within 30 s, target 0.5.
+    assert samples[("continuity_artemis_sla_passed", (("objective", "rpo"), ("subject", "dc1->dc2")))] == 1
+    assert samples[("continuity_artemis_error_budget_burn_rate", link)] == pytest.approx(0.25 / 0.5)
+    assert samples[("continuity_artemis_drill_lost_messages", (("drill", "f1"),))] == 5
+    assert samples[("continuity_artemis_drill_duplicate_messages", (("drill", "f1"),))] == 5
+    assert samples[("continuity_artemis_objective_seconds", (("objective", "rto"), ("subject", "dc2/orders")))] == 60
+    assert samples[("continuity_artemis_queue_backlog_messages", (("datacentre", "dc2"), ("queue", "orders")))] == 50
+    assert ("continuity_artemis_rpo_job_last_success_timestamp_seconds", ()) in samples
+
+    history = spark.read.parquet(str(tmp_path / "history" / "drills")).first()
+    assert (history.lost, history.duplicates, history.rpo_seconds, history.rto_seconds) == (5, 5, 2.5, 5.0)
+    report = (tmp_path / "report.html").read_text()
+    assert "data:image/png;base64," in report and "<td>f1</td>" in report
+
+
+def test_rejected_rows_are_published_beside_the_numbers(spark, tmp_path):
+    probes = _probe_rows()[:20] + [{"probe_id": "skewed", "source_datacentre": "dc1", "target_datacentre": "dc2",
+                                    "event": "sent", "time": T0 + 5.0},
+                                   {"probe_id": "skewed", "source_datacentre": "dc1", "target_datacentre": "dc2",
+                                    "event": "seen", "time": T0 + 4.0},
+                                   {"probe_id": "x", "event": "sent", "time": T0 + 6.0}]
+    _store(tmp_path / "telemetry", {"probes": probes})
+    job.run(spark, _arguments(tmp_path, report=None), job.sla.load(None))
+    samples = _samples(tmp_path / "rpo.prom")
+    assert samples[("continuity_artemis_telemetry_rejected_rows",
+                    (("kind", "probes"), ("reason", "probe seen before it was sent (clock skew)")))] == 1
+    assert samples[("continuity_artemis_telemetry_rejected_rows",
+                    (("kind", "probes"), ("reason", "missing source_datacentre")))] == 1
+
+
+def test_an_empty_store_stops_the_job_without_publishing(tmp_path):
+    os.makedirs(tmp_path / "telemetry" / "probes")
+    # The command line, as the role's timer runs it (its own Spark, so not the tests' session).
+    result = subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", str(tmp_path / "telemetry"),
+                             "--output", str(tmp_path / "history"), "--textfile", str(tmp_path / "rpo.prom"),
+                             "--master", "local[1]"], cwd=SPARK_DIR, capture_output=True, text=True, timeout=300,
+                            check=False)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"telemetry under {tmp_path / 'telemetry'}: no valid probe, queue or link sample" in result.stderr
+    assert not (tmp_path / "rpo.prom").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("objectives: {rpo_seconds: -1}\n", "objectives.rpo_seconds must be a positive number"),
+    ("objectives: {target_ratio: 1}\n", "objectives.target_ratio must be below 1"),
+    ("queues: {'a*': {rto: 5}}\n", "queues.a*: unknown key(s) rto"),
+    ("window: 60\n", "unknown key(s) window"),
+])
+def test_a_bad_sla_file_is_refused_naming_the_key(tmp_path, capsys, content, message):
+    with open(tmp_path / "sla.yml", "w") as handle:
+        handle.write(content)
+    code = job.main(["--telemetry", str(tmp_path), "--output", str(tmp_path / "out"), "--sla",
+                     str(tmp_path / "sla.yml")])
+    assert code == 2
+    assert message in capsys.readouterr().err
