@@ -160,6 +160,16 @@ class ArtemisManagement(object):
     def resume_queue(self, queue):
         return self.execute(queue_mbean(self.name, queue['address'], queue['name'], queue['routingType']), 'resume')
 
+    def list_messages(self, address, queue, message_filter=''):
+        """The messages of an anycast queue matching an Artemis filter, each a map of headers and properties."""
+        return json.loads(self.execute(queue_mbean(self.name, address, queue), 'listMessagesAsJSON(java.lang.String)',
+                                       message_filter))
+
+    def remove_messages(self, address, queue, message_filter):
+        """Remove (acknowledge) the messages of an anycast queue matching an Artemis filter; returns how many."""
+        return self.execute(queue_mbean(self.name, address, queue), 'removeMessages(java.lang.String)',
+                            message_filter)
+
     def roles(self, address):
         """The roles that apply to ``address`` and what each may do."""
         return json.loads(self.execute(broker_mbean(self.name), 'getRolesAsJSON(java.lang.String)', address))

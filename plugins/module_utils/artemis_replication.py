@@ -63,6 +63,8 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
                 'delivering_count': _int(queue['deliveringCount']),
                 'consumer_count': _int(queue['consumerCount']),
                 'paused': _flag(queue['paused']),
+                'messages_added': _int(queue.get('messagesAdded')),
+                'messages_acknowledged': _int(queue.get('messagesAcked')),
             })
     return report
 

@@ -66,7 +66,8 @@ brokers:
       returned: always
     queues:
       description: Application queues, with C(name), C(address), C(routing_type), C(message_count),
-        C(delivering_count), C(consumer_count) and C(paused).
+        C(delivering_count), C(consumer_count), C(paused), and the counters C(messages_added) and
+        C(messages_acknowledged) (since the broker started).
       type: list
       elements: dict
       returned: always
