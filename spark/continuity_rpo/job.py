@@ -2,6 +2,7 @@
 
     python -m continuity_rpo.job --telemetry DIR_OR_URI --output DIR [--sla sla.yml] [--textfile FILE]
                                  [--pushgateway HOST:PORT] [--report FILE] [--as-of UNIX_TIME] [--master URL]
+                                 [--events FILE_OR_DIR] [--ledgers FILE_OR_DIR]
 
 Exit status 2 when the input cannot give an honest number (no telemetry, bad SLA file); rows it cannot use are
 counted per reason, printed and published (continuity_artemis_telemetry_rejected_rows), never guessed at.
@@ -43,6 +44,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     if as_of is None:
         raise telemetry.TelemetryError("no valid probe, queue or link sample in the telemetry: nothing to measure"
                                        + (f" (rejected: {data.rejected})" if data.rejected else ""))
+    data = data.until(as_of)
     latencies, skewed = metrics.probe_latencies(data["probes"])
     latencies = latencies.cache()
     rejected = sorted(data.rejected + [("probes", row["reason"], row["count"]) for row in skewed.collect()])
@@ -58,7 +60,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     activation = metrics.activation_seconds(durations, config["activation_seconds"])
     rto = metrics.rto_estimate(queue_windows, config["detection_seconds"], activation)
     drills = metrics.drill_outcomes(data["ledgers"])
-    drills = drills.join(metrics.at_risk_before(queue_windows, drills), "drill", "left").cache()
+    drills = drills.join(metrics.at_risk_before(data["queue_samples"], drills), "drill", "left").cache()
 
     tables = {"link_windows": link_windows, "queue_windows": queue_windows, "rto_estimates": rto,
               "drills": drills, "operations": durations}
@@ -87,7 +89,7 @@ def write_history(tables: dict, output: str) -> None:
 
 
 def run(spark: SparkSession, arguments, config: dict) -> dict:
-    data = telemetry.read(spark, arguments.telemetry)
+    data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers})
     results = compute(spark, data, config, arguments.as_of)
     write_history(results["tables"], arguments.output)
     finished = time.time()
@@ -101,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="continuity_rpo.job", description=__doc__.split("\n", maxsplit=1)[0])
     parse.add_argument("--telemetry", required=True, help="root of the telemetry store (path or URI)")
     parse.add_argument("--output", required=True, help="where the Parquet history goes (path or URI)")
+    parse.add_argument("--events", help="the operation playbooks' event log (default: TELEMETRY/events)")
+    parse.add_argument("--ledgers", help="drill ledgers (default: TELEMETRY/ledgers)")
     parse.add_argument("--sla", help="the objectives (YAML); defaults apply without it")
     parse.add_argument("--textfile", help="Prometheus textfile to write (node_exporter's textfile collector)")
     parse.add_argument("--pushgateway", help="Pushgateway address to push the same metrics to")

@@ -43,14 +43,24 @@ def replication_lag(latencies: DataFrame, window: int) -> DataFrame:
                  F.max("lag_seconds").alias("lag_max_seconds")))
 
 
+def _covered(latencies: DataFrame) -> DataFrame:
+    """Adds ``covered_time``: when the target first showed this probe or one sent after it. The mirror delivers in
+    order, so from then on the probe is no longer at risk even if it was never seen itself (it expired, or its
+    prober stopped before noticing it)."""
+    later_first = (Window.partitionBy(*LINK_KEYS).orderBy(F.col("sent_time").desc(), F.col("probe_id").desc())
+                   .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    return latencies.withColumn("covered_time", F.min("seen_time").over(later_first))
+
+
 def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
-    """RPO in time at every window end up to ``as_of``: the age of the oldest probe sent but not yet visible at the
-    target then (0 when every probe sent so far was visible). It keeps rising while a link is stalled."""
+    """RPO in time at every window end up to ``as_of``: the age of the oldest probe sent after the newest one the
+    target had shown by then (0 when the target had shown the latest probe). It keeps rising while a link is
+    stalled."""
+    covered = _covered(latencies)
     k_first = F.ceil(F.col("sent_time") / window)
-    k_last = F.when(F.col("seen_time").isNotNull(), F.ceil(F.col("seen_time") / window) - 1) \
+    k_last = F.when(F.col("covered_time").isNotNull(), F.ceil(F.col("covered_time") / window) - 1) \
         .otherwise(F.floor(F.lit(as_of) / window))
-    outstanding = (latencies.where(F.col("sent_time") <= as_of)
-                   .where(F.col("seen_time").isNull() | (F.col("seen_time") > F.col("sent_time")))
+    outstanding = (covered.where(F.col("sent_time") <= as_of)
                    .where(k_last >= k_first)
                    .select(*LINK_KEYS, "sent_time", F.explode(F.sequence(k_first, k_last)).alias("k"))
                    .withColumn("window_end", (F.col("k") * window).cast("double"))
@@ -66,25 +76,27 @@ def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
 
 def current_rpo(latencies: DataFrame, as_of: float) -> DataFrame:
     """Per link at ``as_of``: RPO in time and the "replicated up to" time (newest probe sent that was visible)."""
-    sent_by_then = latencies.where(F.col("sent_time") <= as_of)
+    sent_by_then = _covered(latencies).where(F.col("sent_time") <= as_of)
     visible = F.col("seen_time").isNotNull() & (F.col("seen_time") <= as_of)
+    covered = F.col("covered_time").isNotNull() & (F.col("covered_time") <= as_of)
     return (sent_by_then.groupBy(*LINK_KEYS)
             .agg(F.max(F.when(visible, F.col("sent_time"))).alias("replicated_up_to"),
-                 F.min(F.when(~visible | F.col("seen_time").isNull(), F.col("sent_time"))).alias("oldest_unseen"))
-            .withColumn("rpo_seconds", F.coalesce(F.lit(as_of) - F.col("oldest_unseen"), F.lit(0.0)))
-            .drop("oldest_unseen"))
+                 F.min(F.when(~covered, F.col("sent_time"))).alias("oldest_at_risk"))
+            .withColumn("rpo_seconds", F.coalesce(F.lit(as_of) - F.col("oldest_at_risk"), F.lit(0.0)))
+            .drop("oldest_at_risk"))
 
 
 def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
-    """Per link and window: store-and-forward backlog (events: messages, acknowledgements, creates) summed over the
-    brokers of the source datacentre (last and max of the window), and the fraction of samples connected."""
+    """Per pair of datacentres and window: store-and-forward backlog (events: messages, acknowledgements, creates)
+    summed over the source datacentre's brokers and their mirror connections to the target (one per address group;
+    last and max of the window), and the fraction of samples connected."""
     per_broker = (link_samples.withColumn("window_end", window_end(F.col("time"), window))
-                  .groupBy("datacentre", "target_datacentre", "broker", "window_end")
+                  .groupBy("datacentre", "target_datacentre", "broker", "link", "window_end")
                   .agg(F.max_by("backlog", "time").alias("last"), F.max("backlog").alias("max"),
                        F.avg(F.col("connected").cast("double")).alias("connected")))
     return (per_broker.groupBy(F.col("datacentre").alias("source_datacentre"), "target_datacentre", "window_end")
             .agg(F.sum("last").alias("backlog_events_last"), F.sum("max").alias("backlog_events_max"),
-                 F.max("connected").alias("connected_ratio")))
+                 F.min("connected").alias("connected_ratio")))
 
 
 def _increase(column, ordered):
@@ -198,18 +210,25 @@ def drill_outcomes(ledgers: DataFrame) -> DataFrame:
             .drop("oldest_lost_at", "recovered_at"))
 
 
-def at_risk_before(backlog: DataFrame, drills: DataFrame) -> DataFrame:
-    """Per drill: the job's estimate, from the last window that ended before the fault, of the messages an abrupt
-    failover would lose (not yet at the datacentre taking over, summed over queues; with several candidates the
-    most behind) and redeliver (delivered but unacknowledged at the failed datacentre)."""
+def at_risk_before(queue_samples: DataFrame, drills: DataFrame) -> DataFrame:
+    """Per drill: the job's estimate, from each broker's last sample before the fault, of the messages an abrupt
+    failover would lose (not yet counted at the datacentre taking over, summed over queues; with several candidates
+    the most behind) and redeliver (delivered but unacknowledged at the failed datacentre)."""
     faults = drills.where(F.col("fault_time").isNotNull()).select("drill", "fault_time", "failed_datacentre")
-    before = backlog.join(faults, backlog["window_end"] <= faults["fault_time"])
-    latest = before.groupBy("drill").agg(F.max("window_end").alias("window_end"))
-    per_queue = (before.join(latest, ["drill", "window_end"])
-                 .groupBy("drill", "window_end", "queue")
-                 .agg(F.max(F.when(F.col("datacentre") != F.col("failed_datacentre"), F.col("backlog_messages")))
+    newest_first = Window.partitionBy("drill", "broker", "queue").orderBy(F.col("time").desc())
+    last = (queue_samples.join(faults, queue_samples["time"] <= faults["fault_time"])
+            .withColumn("rank", F.row_number().over(newest_first)).where(F.col("rank") == 1)
+            .groupBy("drill", "failed_datacentre", "datacentre", "queue")
+            .agg(F.sum("messages_added").alias("added"), F.sum("delivering_count").alias("delivering"),
+                 F.max("time").alias("time")))
+    most = Window.partitionBy("drill", "queue")
+    per_queue = (last.withColumn("behind", F.max("added").over(most) - F.col("added"))
+                 .groupBy("drill", "queue")
+                 .agg(F.max(F.when(F.col("datacentre") != F.col("failed_datacentre"), F.col("behind")))
                       .alias("lost"),
-                      F.sum(F.when(F.col("datacentre") == F.col("failed_datacentre"), F.col("delivering_max")))
-                      .alias("redelivered")))
-    return (per_queue.groupBy("drill", F.col("window_end").alias("estimated_at"))
-            .agg(F.sum("lost").alias("messages_at_risk"), F.sum("redelivered").alias("deliveries_at_risk")))
+                      F.sum(F.when(F.col("datacentre") == F.col("failed_datacentre"), F.col("delivering")))
+                      .alias("redelivered"),
+                      F.max("time").alias("time")))
+    return (per_queue.groupBy("drill")
+            .agg(F.max("time").alias("estimated_at"), F.sum("lost").alias("messages_at_risk"),
+                 F.sum("redelivered").alias("deliveries_at_risk")))

@@ -58,12 +58,14 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
         if row["rto_seconds"] is not None:
             rto.labels(row["datacentre"], row["queue"], "total").set(row["rto_seconds"])
 
+    rpo_objective = gauge("rpo_objective_seconds", "The RPO objective of a link (for alerting).", LINK)
     objective = gauge("objective_seconds", "The SLA objective.", ["objective", "subject"])
     passed = gauge("sla_passed", "1 when the objective is met.", ["objective", "subject"])
     burn = gauge("error_budget_burn_rate", "RPO error budget burn rate over the job's horizon.", LINK)
     for row in results["link_sla"]:
         subject = f"{row['source_datacentre']}->{row['target_datacentre']}"
         objective.labels("rpo", subject).set(row["objective_seconds"])
+        rpo_objective.labels(row["source_datacentre"], row["target_datacentre"]).set(row["objective_seconds"])
         passed.labels("rpo", subject).set(int(row["passed"]))
         burn.labels(row["source_datacentre"], row["target_datacentre"]).set(row["burn_rate"])
     for row in results["queue_sla"]:

@@ -68,6 +68,13 @@ class Telemetry:
     def __getitem__(self, kind):
         return self.frames[kind]
 
+    def until(self, as_of: float) -> "Telemetry":
+        """The samples and probe events up to ``as_of``: what the job would have known then."""
+        frames = dict(self.frames)
+        for kind in ("queue_samples", "link_samples", "probes"):
+            frames[kind] = frames[kind].where(F.col("time") <= as_of)
+        return Telemetry(frames, self.rejected)
+
 
 def _rejections(kind, frame):
     """(reason column, condition) pairs: the first that holds rejects a row."""
@@ -95,17 +102,22 @@ def validate(kind, frame):
     return tagged.where(F.col("_rejected").isNull()).drop("_rejected"), sorted(counts)
 
 
-def read(spark: SparkSession, root: str, kinds=tuple(SCHEMAS)) -> Telemetry:
-    """Read and validate the telemetry under ``root``; kinds with no file at all are empty frames."""
+def _exists(spark: SparkSession, path: str) -> bool:
+    """Whether a path exists, asked of the file system Spark uses for it (local, HDFS, S3, ...)."""
+    hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)  # pylint: disable=protected-access
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
+
+
+def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None) -> Telemetry:
+    """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log);
+    a kind with no file at all is an empty frame."""
     frames, rejected = {}, []
-    for kind in kinds:
-        path = f"{root.rstrip('/')}/{kind}"
-        try:
-            raw = spark.read.schema(SCHEMAS[kind]).json(path)
-        except Exception as exc:  # Spark raises AnalysisException for a path that does not exist
-            if "PATH_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
-                raise
-            raw = spark.createDataFrame([], SCHEMAS[kind])
+    for kind, schema in SCHEMAS.items():
+        path = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}"
+        if _exists(spark, path):
+            raw = spark.read.schema(schema).json(path).select(*schema.fieldNames())
+        else:
+            raw = spark.createDataFrame([], schema)
         frames[kind], counts = validate(kind, raw)
         rejected += counts
     return Telemetry(frames, sorted(rejected))

@@ -8,9 +8,8 @@ import sys
 import types
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from continuity_rpo import job
+from support.measurement import published
 
 from test_metrics import AS_OF, T0, _ledger_rows, _probe_rows, _queue_rows
 
@@ -24,16 +23,10 @@ def _store(root, rows_by_kind):
             handle.writelines(json.dumps(row) + "\n" for row in rows)
 
 
-def _samples(textfile):
-    with open(textfile) as handle:
-        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-                for family in text_string_to_metric_families(handle.read()) for sample in family.samples}
-
-
 def _arguments(tmp_path, **overrides):
     values = dict(telemetry=str(tmp_path / "telemetry"), output=str(tmp_path / "history"), sla=None,
                   textfile=str(tmp_path / "rpo.prom"), pushgateway=None, report=str(tmp_path / "report.html"),
-                  as_of=None, master=None)
+                  as_of=None, master=None, events=None, ledgers=None)
     values.update(overrides)
     return types.SimpleNamespace(**values)
 
@@ -46,7 +39,7 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
         handle.write("objectives: {rpo_seconds: 30, target_ratio: 0.5}\nqueues: {'ord*': {rto_seconds: 60}}\n")
     rows = job.run(spark, _arguments(tmp_path), job.sla.load(str(tmp_path / "sla.yml")))
 
-    samples = _samples(tmp_path / "rpo.prom")
+    samples = published(tmp_path / "rpo.prom")
     link = (("source_datacentre", "dc1"), ("target_datacentre", "dc2"))
     assert rows["as_of"] == T0 + AS_OF - 1  # the newest probe sent: the job's "now"
     assert samples[("continuity_artemis_rpo_seconds", link)] == pytest.approx(9.0)
@@ -74,7 +67,7 @@ def test_rejected_rows_are_published_beside_the_numbers(spark, tmp_path):
                                    {"probe_id": "x", "event": "sent", "time": T0 + 6.0}]
     _store(tmp_path / "telemetry", {"probes": probes})
     job.run(spark, _arguments(tmp_path, report=None), job.sla.load(None))
-    samples = _samples(tmp_path / "rpo.prom")
+    samples = published(tmp_path / "rpo.prom")
     assert samples[("continuity_artemis_telemetry_rejected_rows",
                     (("kind", "probes"), ("reason", "probe seen before it was sent (clock skew)")))] == 1
     assert samples[("continuity_artemis_telemetry_rejected_rows",

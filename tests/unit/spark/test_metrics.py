@@ -72,6 +72,18 @@ def test_current_rpo_and_replicated_up_to(spark, latencies):
                                       replicated_up_to=float(T0 + STALL_FROM - 1), rpo_seconds=50.0)])
 
 
+def test_a_probe_never_seen_stops_counting_once_a_later_one_arrived(spark):
+    """The mirror delivers in order: a probe that expired, or whose prober stopped before seeing it, is not at risk
+    once a later probe has reached the target."""
+    rows = [dict(row) for row in _probe_rows() if not (row["probe_id"] == "p30" and row["event"] == "seen")]
+    probes = telemetry.from_rows(spark, {"probes": rows})["probes"]
+    latencies, _rejected = metrics.probe_latencies(probes)
+    rpo = {row.window_end - T0: row.rpo_seconds for row in metrics.rpo_over_time(latencies, W, T0 + AS_OF).collect()}
+    assert rpo == {60: 0.0, 120: 0.0, 180: 60.0, 240: 0.0, 300: 10.0}
+    current = metrics.current_rpo(latencies, float(T0 + 100)).first()
+    assert current.rpo_seconds == 0.0 and current.replicated_up_to == T0 + 99
+
+
 def test_a_probe_seen_before_it_was_sent_is_rejected_as_clock_skew_not_clipped(spark):
     rows = [{"probe_id": "a", "source_datacentre": "dc1", "target_datacentre": "dc2", "event": "sent", "time": 10.0},
             {"probe_id": "a", "source_datacentre": "dc1", "target_datacentre": "dc2", "event": "seen", "time": 9.0},
@@ -140,14 +152,17 @@ def test_backlog_is_unknown_once_a_broker_restarted_never_a_wrong_number(spark):
                                    Row(datacentre="dc2", counters_reset=False, backlog_messages=None)])
 
 
-def test_link_backlog_sums_the_brokers_of_the_source_datacentre(spark):
+def test_link_backlog_sums_the_brokers_and_mirrors_of_the_source_datacentre(spark):
     rows = [{"time": T0 + s, "broker": broker, "datacentre": "dc1", "link": "dc2_all", "target_datacentre": "dc2",
              "connected": connected, "backlog": backlog}
             for s, broker, connected, backlog in [(1, "n1", True, 5), (2, "n1", False, 900), (3, "n1", False, 700),
                                                   (1, "n2", True, 0), (3, "n2", True, 40)]]
+    # A second group's mirror on the same broker, sampled at the same times, adds its own backlog.
+    rows += [dict(row, link="dc2_east", backlog=1, connected=True) for row in rows if row["broker"] == "n1"]
     link = metrics.link_backlog(telemetry.from_rows(spark, {"link_samples": rows})["link_samples"], W)
+    # connected_ratio: the least connected of the mirrors (n1's dc2_all was down 2 of 3 samples).
     assertDataFrameEqual(link, [Row(source_datacentre="dc1", target_datacentre="dc2", window_end=float(T0 + 60),
-                                    backlog_events_last=740, backlog_events_max=940, connected_ratio=1.0)])
+                                    backlog_events_last=741, backlog_events_max=941, connected_ratio=1 / 3)])
 
 
 def _ledger_rows():
@@ -177,11 +192,11 @@ def test_drill_loss_duplicates_rpo_and_rto_from_the_ledger(spark):
 
 def test_the_estimate_before_the_fault_stands_beside_the_drill(spark):
     rows = [row for row in _queue_rows() if row["time"] < T0 + 30]
-    flow = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"], W)
-    drills = spark.createDataFrame([Row(drill="f1", fault_time=float(T0 + 70), failed_datacentre="dc1")])
-    estimate = metrics.at_risk_before(metrics.queue_backlog(flow), drills)
-    assertDataFrameEqual(estimate, [Row(drill="f1", estimated_at=float(T0 + 60), messages_at_risk=50,
-                                        deliveries_at_risk=3)])
+    samples = telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"]
+    drills = spark.createDataFrame([Row(drill="f1", fault_time=float(T0 + 27), failed_datacentre="dc1")])
+    # The last samples before the fault (25 s): dc2 is 50 messages behind dc1; dc1 has 3 deliveries in flight.
+    assertDataFrameEqual(metrics.at_risk_before(samples, drills), [
+        Row(drill="f1", estimated_at=float(T0 + 25), messages_at_risk=50, deliveries_at_risk=3)])
 
 
 def test_rto_estimate_is_detection_plus_activation_plus_draining_at_the_measured_speed(spark):

@@ -1,0 +1,105 @@
+"""The measurement host's configuration (one YAML file for the collector and the prober; the rpo_job role writes
+it from the inventory). Passwords come from files readable only by the service user, never from the command line.
+
+    telemetry: /var/lib/continuity-rpo/telemetry
+    interval: 5                                   # seconds between collector samples
+    groups: [all]                                 # address group names (mirror connections are <dc>_<group>)
+    brokers:
+      - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",
+         amqp_url: "amqp://10.0.1.11:5672"}
+    management: {user: monitor, password_file: /etc/continuity-rpo/management.password, validate_certs: true,
+                 ca_path: null, request_timeout: 5}
+    probes:
+      interval: 1                                 # seconds between probes on each route
+      user: app
+      password_file: /etc/continuity-rpo/probe.password
+      routes: [{address: continuity.probe, source: dc1, targets: [dc2]}]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import yaml
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ManagementError
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _require(mapping, key, where, kind=str):
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    if not isinstance(value, kind) or isinstance(value, bool) or value in ("", [], {}):
+        raise ConfigError(f"{where}{key} is missing or not a {getattr(kind, '__name__', kind)}: {value!r}")
+    return value
+
+
+def _secret(section, where):
+    path = _require(section, "password_file", where)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except OSError as exc:
+        raise ConfigError(f"{where}password_file {path}: {exc.strerror}") from None
+    if not secret:
+        raise ConfigError(f"{where}password_file {path} is empty")
+    return secret
+
+
+def load_config(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    _require(raw, "telemetry", "")
+    brokers = _require(raw, "brokers", "", list)
+    for index, broker in enumerate(brokers):
+        for key in ("name", "datacentre", "management_url"):
+            _require(broker, key, f"brokers[{index}].")
+    management = _require(raw, "management", "", dict)
+    config = {
+        "telemetry": raw["telemetry"],
+        "interval": float(raw.get("interval", 5)),
+        "groups": _require(raw, "groups", "", list),
+        "brokers": brokers,
+        "management": {"management_user": _require(management, "user", "management."),
+                       "management_password": _secret(management, "management."),
+                       "validate_certs": bool(management.get("validate_certs", True)),
+                       "ca_path": management.get("ca_path"),
+                       "request_timeout": float(management.get("request_timeout", 5))},
+    }
+    probes = raw.get("probes")
+    if probes is not None:
+        datacentres = {broker["datacentre"] for broker in brokers}
+        routes = _require(probes, "routes", "probes.", list)
+        for index, route in enumerate(routes):
+            where = f"probes.routes[{index}]."
+            _require(route, "address", where)
+            for datacentre in [_require(route, "source", where)] + _require(route, "targets", where, list):
+                if datacentre not in datacentres:
+                    raise ConfigError(f"{where}: datacentre {datacentre!r} has no broker in brokers "
+                                      f"(datacentres: {', '.join(sorted(datacentres))})")
+        config["probes"] = {"interval": float(probes.get("interval", 1)), "routes": routes,
+                            "user": _require(probes, "user", "probes."), "password": _secret(probes, "probes.")}
+    return config
+
+
+def command_line(name: str, description: str, run, argv=None, needs: str | None = None) -> int:
+    """The collector's and the prober's shared command line: --config FILE [--duration SECONDS]; exit status 2,
+    naming what is wrong, on a bad configuration or a refused login."""
+    parse = argparse.ArgumentParser(prog=f"continuity_rpo.{name}", description=description)
+    parse.add_argument("--config", required=True)
+    parse.add_argument("--duration", type=float, default=0, help="stop after this many seconds (0: never)")
+    arguments = parse.parse_args(argv)
+    try:
+        config = load_config(arguments.config)
+        if needs and needs not in config:
+            raise ConfigError(f"{arguments.config}: {needs} is missing")
+        run(config, arguments.duration)
+    except (ConfigError, ManagementError) as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,172 @@
+"""The canary prober: timestamped probe messages through every replication route, and when each became visible.
+
+    python -m continuity_rpo.prober --config measurement.yml [--duration SECONDS]
+
+Every ``probes.interval`` seconds, per route: a persistent probe message is sent with AMQP to the route's address
+in its source datacentre (the first of its brokers that accepts it), like any producer; a "sent" row is written
+once the broker has accepted it (a probe the source refused was never at risk). Then each target datacentre's
+live broker is asked, through the management API, which probes its copy of the queue holds: a probe found there
+for the first time gets a "seen" row. Both times come from this process's clock. A probe seen at every target is
+removed at the source, and the mirror removes the copies. Probes expire after ``probes.ttl`` seconds (default 600)
+so a stopped prober leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    ArtemisManagement, ManagementError)
+from proton import Data, Message, symbol
+from proton.reactor import SenderOption
+from proton.utils import BlockingConnection
+
+from continuity_rpo.config import command_line
+from continuity_rpo.store import Store
+
+PROBE_PROPERTY = "continuity_probe_id"
+
+
+class AnycastTarget(SenderOption):
+    """Ask for an anycast queue: without the capability Artemis creates a multicast address, where a message sent
+    before any subscription exists is dropped."""
+
+    def apply(self, sender):
+        capabilities = sender.target.capabilities
+        capabilities.put_array(False, Data.SYMBOL)
+        capabilities.enter()
+        capabilities.put_symbol(symbol("queue"))
+        capabilities.exit()
+
+
+class Route:
+    """One address probed from one source datacentre to its targets."""
+
+    def __init__(self, route: dict, config: dict):
+        self.address = route["address"]
+        self.source = route["source"]
+        self.targets = list(route["targets"])
+        self.brokers = {dc: [b for b in config["brokers"] if b["datacentre"] == dc]
+                        for dc in [self.source] + self.targets}
+        self.outstanding: dict[str, set[str]] = {}  # probe id -> targets that have not shown it yet
+        self.connection = None
+        self.sender = None
+        self.sequence = 0
+        self.prefix = uuid.uuid4().hex[:8]
+
+    def _sender(self, probes: dict):
+        if self.sender is not None:
+            return self.sender
+        errors = []
+        for broker in self.brokers[self.source]:
+            try:
+                self.connection = BlockingConnection(broker["amqp_url"], timeout=5, user=probes["user"],
+                                                     password=probes["password"], allowed_mechs="PLAIN",
+                                                     allow_insecure_mechs=True,
+                                                     container_id=f"continuity-prober-{self.prefix}")
+                self.sender = self.connection.create_sender(self.address, options=AnycastTarget())
+                return self.sender
+            except Exception as exc:  # proton raises several types; the next broker may accept
+                errors.append(f"{broker['name']}: {exc}")
+                self._close()
+        raise ConnectionError("; ".join(errors))
+
+    def _close(self):
+        if self.connection is not None:
+            try:
+                self.connection.close()
+            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is dropped anyway
+                pass
+        self.connection = self.sender = None
+
+    def send(self, probes: dict) -> dict | None:
+        """Send one probe; its "sent" row, or None when the source did not accept it."""
+        self.sequence += 1
+        probe_id = f"{self.source}-{self.prefix}-{self.sequence}"
+        sent_at = time.time()
+        message = Message(id=probe_id, durable=True, ttl=probes.get("ttl", 600),
+                          properties={PROBE_PROPERTY: probe_id}, body=sent_at)
+        try:
+            self._sender(probes).send(message, timeout=5)
+        except Exception as exc:  # noqa: BLE001 - reported, and the next interval tries again
+            self._close()
+            print(f"prober: {self.address} at {self.source} did not take probe {probe_id}: {exc}", file=sys.stderr,
+                  flush=True)
+            return None
+        self.outstanding[probe_id] = set(self.targets)
+        return {"probe_id": probe_id, "source_datacentre": self.source, "event": "sent", "time": sent_at}
+
+    def _visible(self, datacentre: str, management: dict) -> set[str] | None:
+        """Probe ids the datacentre's live broker holds; None when no broker of it answers."""
+        answered = False
+        for broker in self.brokers[datacentre]:
+            client = ArtemisManagement.from_params(broker, management)
+            try:
+                messages = client.list_messages(self.address, self.address, f"{PROBE_PROPERTY} IS NOT NULL")
+            except ManagementError as exc:
+                # No such queue: not replicated there yet, or a waiting backup (the live one may have it).
+                answered = answered or "has no org.apache" in str(exc)
+                continue
+            return {message.get(PROBE_PROPERTY) for message in messages}
+        return set() if answered else None
+
+    def observe(self, management: dict) -> list[dict]:
+        """"seen" rows for probes newly visible at a target; removes at the source those seen everywhere."""
+        rows = []
+        for target in self.targets:
+            waiting = [probe for probe, targets in self.outstanding.items() if target in targets]
+            if not waiting:
+                continue
+            visible = self._visible(target, management)
+            seen_at = time.time()
+            for probe in waiting if visible else []:
+                if probe in visible:
+                    self.outstanding[probe].discard(target)
+                    rows.append({"probe_id": probe, "source_datacentre": self.source, "target_datacentre": target,
+                                 "event": "seen", "time": seen_at})
+        done = [probe for probe, targets in self.outstanding.items() if not targets]
+        if done and self._remove(done, management):
+            for probe in done:
+                del self.outstanding[probe]
+        return rows
+
+    def _remove(self, probes: list[str], management: dict) -> bool:
+        quoted = ", ".join(f"'{probe}'" for probe in probes)
+        for broker in self.brokers[self.source]:
+            try:
+                ArtemisManagement.from_params(broker, management).remove_messages(
+                    self.address, self.address, f"{PROBE_PROPERTY} IN ({quoted})")
+                return True
+            except ManagementError:
+                continue
+        return False
+
+
+def run(config: dict, duration: float, stop: threading.Event | None = None) -> None:
+    probes = config["probes"]
+    routes = [Route(route, config) for route in probes["routes"]]
+    store = Store(config["telemetry"], "prober")
+    deadline = time.monotonic() + duration if duration else None
+    try:
+        while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
+            started = time.monotonic()
+            for route in routes:
+                sent = route.send(probes)
+                rows = [dict(sent, target_datacentre=target) for target in route.targets] if sent else []
+                store.append("probes", rows, time.time())
+                store.append("probes", route.observe(config["management"]), time.time())
+            time.sleep(max(0.0, probes["interval"] - (time.monotonic() - started)))
+    finally:
+        for route in routes:
+            route._close()
+
+
+def main(argv=None) -> int:
+    return command_line("prober", __doc__.split("\n", maxsplit=1)[0], run, argv, needs="probes")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The RPO/RTO measurement run beside a test: the collector and prober of spark/ in threads against the test
+bed, the job's command line over what they wrote, and the metrics it published."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPARK_DIR = os.path.join(REPO_ROOT, "spark")
+for path in (SPARK_DIR, os.path.join(REPO_ROOT, ".collections")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def published(textfile: str) -> dict:
+    """{(metric name, sorted label pairs): value} of a Prometheus textfile."""
+    with open(textfile, encoding="utf-8") as handle:
+        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(handle.read()) for sample in family.samples}
+
+
+class Measurement:
+    """Collector and prober threads writing to ``root`` while the ``with`` block runs."""
+
+    def __init__(self, estate, root: str, routes: list[dict], groups: list[str], interval: float = 1.0):
+        node = estate.nodes[0]
+        self.config = {
+            "telemetry": root, "interval": interval, "groups": groups,
+            "brokers": [{"name": n.name, "datacentre": n.dc, "management_url": n.management_url,
+                         "amqp_url": n.amqp_url} for n in estate.nodes],
+            "management": {"management_user": node.user, "management_password": node.password,
+                           "validate_certs": True, "ca_path": None, "request_timeout": 2.0},
+            "probes": {"interval": interval, "routes": routes, "user": node.user, "password": node.password},
+        }
+        self.root = root
+        self._stop = threading.Event()
+        self._threads = []
+
+    def __enter__(self):
+        from continuity_rpo import collector, prober
+        self._threads = [threading.Thread(target=part.run, args=(self.config, 0, self._stop), daemon=True)
+                         for part in (collector, prober)]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def job(self, output_dir: str, *arguments: str) -> dict:
+        """Run the job's command line over the telemetry; the metrics it published."""
+        textfile = os.path.join(output_dir, "continuity_artemis.prom")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([SPARK_DIR, os.path.join(REPO_ROOT, ".collections")]))
+        result = subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", self.root, "--output",
+                                 os.path.join(output_dir, "history"), "--textfile", textfile, "--report",
+                                 os.path.join(output_dir, "report.html"), *arguments],
+                                capture_output=True, text=True, timeout=600, check=False, env=env)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return published(textfile)
