@@ -12,13 +12,13 @@ COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
 VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper \
-	openjdk-17-jre-headless
+	openjdk-17-jre-headless prometheus
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean
+.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean bench-rpo
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
@@ -87,6 +87,11 @@ integration: setup
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py
 
 test: lint sanity unit integration
+
+# The RPO/RTO job on generated telemetry in Spark local mode (not part of make test): make bench-rpo ROWS=10000000
+ROWS ?= 1000000
+bench-rpo: setup
+	python tests/benchmarks/rpo_job.py $(ROWS)
 
 clean: testbed-down
 	rm -rf $(VENV) .collections .cache/gobin

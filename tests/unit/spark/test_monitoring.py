@@ -1,0 +1,68 @@
+"""The Prometheus alert rules and the Grafana dashboard shipped with the rpo_job role: valid, alerting when they
+should (promtool's own rule tests), and built only on metrics the job really publishes."""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from continuity_rpo import prometheus
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+RULES = os.path.join(REPO, "roles", "rpo_job", "files", "prometheus", "continuity_artemis.rules.yml")
+RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "promtool", "continuity_artemis.rules.test.yml")
+DASHBOARD = os.path.join(REPO, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")
+
+
+def _published():
+    """Every metric name the job's exporter writes when every kind of result is present."""
+    link = {"source_datacentre": "dc1", "target_datacentre": "dc2"}
+    queue = {"datacentre": "dc2", "queue": "orders"}
+    rows = {
+        "latest_lag": [dict(link, lag_p50_seconds=0.1, lag_p99_seconds=0.2, lag_max_seconds=0.3)],
+        "current_rpo": [dict(link, rpo_seconds=1.0, replicated_up_to=1.0)],
+        "latest_link": [dict(link, backlog_events_last=0, connected_ratio=1.0)],
+        "latest_queue": [dict(queue, backlog_messages=0, backlog_acknowledgements=0, messages_in_per_second=1.0,
+                              acknowledged_per_second=1.0, delivering_max=0)],
+        "rto": [dict(queue, detection_seconds=30.0, activation_seconds=2.0, drain_seconds=1.0, rto_seconds=33.0)],
+        "link_sla": [dict(link, objective_seconds=5.0, passed=True, burn_rate=0.0)],
+        "queue_sla": [dict(queue, objective_seconds=120.0, passed=True)],
+        "drills": [{"drill": "f1", "fault_time": 1.0, "lost": 0, "duplicates": 0, "rpo_seconds": 0.0,
+                    "rto_seconds": 1.0, "messages_at_risk": 0}],
+        "rejected": [("probes", "probe seen but never sent", 1)],
+    }
+    registry = prometheus.registry_for(rows, 1.0)
+    return {family.name for family in registry.collect()}
+
+
+def _used(text):
+    return set(re.findall(r"continuity_artemis_\w+", text))
+
+
+def _promtool(*args):
+    return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_rules_are_valid_and_alert_when_they_should():
+    checked = _promtool("check", "rules", RULES)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = _promtool("test", "rules", RULE_TESTS)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@pytest.mark.parametrize("path", [RULES, DASHBOARD])
+def test_only_metrics_the_job_publishes_are_used(path):
+    with open(path) as handle:
+        used = _used(handle.read())
+    assert used and used <= _published(), sorted(used - _published())
+
+
+def test_every_dashboard_panel_queries_prometheus():
+    with open(DASHBOARD) as handle:
+        dashboard = json.load(handle)
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in dashboard["panels"]:
+        assert panel["targets"] and all(target["expr"] for target in panel["targets"]), panel["title"]
