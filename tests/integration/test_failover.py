@@ -1,14 +1,16 @@
 """Abrupt failover under load (playbooks/failover.yml), then failback (playbooks/failback.yml): after a short WAN
 outage, dc1's host is powered off while producers send 500 msg/s; dc2 is activated; the loss and duplicates at that
 point are counted. When dc1 returns with its journal, failback brings its stranded backlog over: nothing is lost
-overall."""
+overall. The RPO/RTO measurement runs throughout: its estimate from before the fault stands beside the loss its
+own ledger computation finds, which must be the loss the test counted."""
 
 import json
 import time
 import uuid
 
-from support import amqp
+from support import amqp, ledger
 from support.estate import run_playbook
+from support.measurement import Measurement
 
 RATE = 500
 
@@ -17,7 +19,7 @@ def _run(playbook, **extra_vars):
     return run_playbook(playbook, extra_args=["-e", json.dumps(extra_vars)] if extra_vars else [])
 
 
-def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_the_end):
+def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_the_end, tmp_path):
     estate = dc1_active_at_the_end
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"failover.{uuid.uuid4().hex[:8]}"
@@ -25,14 +27,17 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
     producer = amqp.Producer(failover_list, dc1.user, dc1.password, queue, rate=RATE)
     # The consumers run at dc2 once it is active: what dc1 held unconsumed is what a failover can lose.
     consumer = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue)
+    measurement = Measurement(estate, str(tmp_path / "telemetry"), groups=["all", "east", "inflow"],
+                              routes=[{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}])
     try:
-        with producer:
+        with producer, measurement:
             producer.wait_connected()
-            time.sleep(5)
+            time.sleep(12)
             # A WAN outage just before the loss leaves dc1 with a backlog that only failback can bring over.
             estate.testbed("partition", "dc1", "dc2")
             time.sleep(3)
             lost_at = time.monotonic()
+            fault_time = time.time()
             estate.testbed("stop-node", dc1.name)
             estate.testbed("heal")
 
@@ -54,6 +59,8 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
             estate.record_timing("failover.lost_before_failback_msgs", len(stranded))
             estate.record_timing("failover.duplicates_before_failback_msgs", len(consumer.duplicates()))
             assert stranded, "the drill left nothing stranded on dc1, so it proves nothing about failback"
+            _measure_the_drill(estate, measurement, tmp_path, producer, [dc1.name, dc2.name], consumer, fault_time,
+                               stranded)
 
             estate.testbed("start-node", dc1.name)
             started = run_playbook("site.yml", extra_args=["--limit", dc1.name])  # starts the broker, changes nothing
@@ -71,3 +78,25 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
     estate.record_timing("failover.duplicates_overall_msgs", len(consumed) - len(set(consumed)))
     assert accepted <= set(consumed), "lost overall"
     assert set(consumed) <= accepted | set(producer.uncertain_ids())
+
+
+def _measure_the_drill(estate, measurement, tmp_path, producer, producer_nodes, consumer, fault_time, stranded):
+    """The job over the drill's telemetry and ledger: it finds the loss the test counted, and publishes its estimate
+    from the last window before the fault beside it (recorded, not asserted: an estimate)."""
+    datacentres = [next(node.dc for node in estate.nodes if node.name == name) for name in producer_nodes]
+    ledger.write(measurement.root, ledger.drill_rows("failover", producer, datacentres, [(consumer, "dc2")],
+                                                     fault_time, "dc1"))
+    with open(tmp_path / "sla.yml", "w") as handle:
+        handle.write("window_seconds: 5\n")
+    metrics = measurement.job(str(tmp_path), "--sla", str(tmp_path / "sla.yml"))
+    drill = (("drill", "failover"),)
+    assert metrics[("continuity_artemis_drill_lost_messages", drill)] == len(stranded)
+    consumed = consumer.accepted_ids()
+    assert metrics[("continuity_artemis_drill_duplicate_messages", drill)] == len(consumed) - len(set(consumed))
+    estate.record_timing("failover.job_messages_at_risk_estimate",
+                         metrics.get(("continuity_artemis_drill_messages_at_risk_estimate", drill), -1))
+    estate.record_timing("failover.job_lost_msgs", metrics[("continuity_artemis_drill_lost_messages", drill)])
+    estate.record_timing("failover.job_rpo_s", metrics[("continuity_artemis_drill_rpo_seconds", drill)])
+    estate.record_timing("failover.job_rto_s", metrics.get(("continuity_artemis_drill_rto_seconds", drill), -1))
+    report = (tmp_path / "report.html").read_text()
+    assert "<td>failover</td>" in report
