@@ -72,6 +72,10 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
         subject = f"{row['datacentre']}/{row['queue']}"
         objective.labels("rto", subject).set(row["objective_seconds"])
         passed.labels("rto", subject).set(int(row["passed"]))
+    for row in results["drill_sla"]:
+        subject = f"drill {row['drill']}"
+        objective.labels(row["objective"], subject).set(row["objective_seconds"])
+        passed.labels(row["objective"], subject).set(int(row["passed"]))
 
     drills = results["drills"]
     if drills:

@@ -67,6 +67,8 @@ def render(rows: dict, config: dict) -> str:
         ("Drills: the estimate before the fault beside what the ledger measured", _table(rows["drills"], [
             "drill", "messages_at_risk", "lost", "deliveries_at_risk", "duplicates", "accepted", "rpo_seconds",
             "rto_seconds"])),
+        ("Drills against the objectives", _table(rows["drill_sla"], [
+            "drill", "objective", "value_seconds", "objective_seconds", "passed"])),
         ("Telemetry rejected", _table(rejected, ["kind", "reason", "rows"])),
     ]
     body = "\n".join(f"<h2>{html.escape(title)}</h2>\n{table}" for title, table in sections)

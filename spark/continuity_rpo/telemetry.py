@@ -124,7 +124,7 @@ def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None) ->
 
 
 def from_rows(spark: SparkSession, rows: dict[str, list[dict]]) -> Telemetry:
-    """The same as ``read`` for rows held in memory (tests, and the streaming mode's micro-batches)."""
+    """The same as ``read`` for rows held in memory (the tests' generated telemetry)."""
     def value(row, field):
         # As a JSON reader would: an integral time is still a double.
         found = row.get(field.name)

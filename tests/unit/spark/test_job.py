@@ -47,6 +47,9 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     # RPO windows 0, 0, 60, 0 (the window ending at 300 is after as_of): 3 of 4 within 30 s, target 0.5.
     assert samples[("continuity_artemis_sla_passed", (("objective", "rpo"), ("subject", "dc1->dc2")))] == 1
     assert samples[("continuity_artemis_error_budget_burn_rate", link)] == pytest.approx(0.25 / 0.5)
+    # The drill lost messages 2.5 s old (RPO objective 30 s: met) and recovered in 5 s (RTO objective 120 s: met).
+    assert samples[("continuity_artemis_sla_passed", (("objective", "rpo"), ("subject", "drill f1")))] == 1
+    assert samples[("continuity_artemis_sla_passed", (("objective", "rto"), ("subject", "drill f1")))] == 1
     assert samples[("continuity_artemis_drill_lost_messages", (("drill", "f1"),))] == 5
     assert samples[("continuity_artemis_drill_duplicate_messages", (("drill", "f1"),))] == 5
     assert samples[("continuity_artemis_objective_seconds", (("objective", "rto"), ("subject", "dc2/orders")))] == 60

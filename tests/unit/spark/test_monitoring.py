@@ -31,6 +31,7 @@ def _published():
         "queue_sla": [dict(queue, objective_seconds=120.0, passed=True)],
         "drills": [{"drill": "f1", "fault_time": 1.0, "lost": 0, "duplicates": 0, "rpo_seconds": 0.0,
                     "rto_seconds": 1.0, "messages_at_risk": 0}],
+        "drill_sla": [{"drill": "f1", "objective": "rpo", "objective_seconds": 5.0, "passed": True}],
         "rejected": [("probes", "probe seen but never sent", 1)],
     }
     registry = prometheus.registry_for(rows, 1.0)
