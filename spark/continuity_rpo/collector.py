@@ -58,17 +58,20 @@ def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[str]]
 
 
 def run(config: dict, duration: float, stop: threading.Event | None = None) -> None:
-    store = Store(config["telemetry"], "collector")
+    store = Store(config["telemetry"], "collector", config["segment_seconds"])
     deadline = time.monotonic() + duration if duration else None
-    while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
-        started = time.monotonic()
-        now = time.time()
-        queue_rows, link_rows, silent = sample(config, now)
-        store.append("queue_samples", queue_rows, now)
-        store.append("link_samples", link_rows, now)
-        if silent:
-            print(f"collector: no answer from {', '.join(silent)}", file=sys.stderr, flush=True)
-        time.sleep(max(0.0, config["interval"] - (time.monotonic() - started)))
+    try:
+        while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
+            started = time.monotonic()
+            now = time.time()
+            queue_rows, link_rows, silent = sample(config, now)
+            store.append("queue_samples", queue_rows, now)
+            store.append("link_samples", link_rows, now)
+            if silent:
+                print(f"collector: no answer from {', '.join(silent)}", file=sys.stderr, flush=True)
+            time.sleep(max(0.0, config["interval"] - (time.monotonic() - started)))
+    finally:
+        store.close()
 
 
 def main(argv=None) -> int:

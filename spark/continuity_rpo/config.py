@@ -3,6 +3,7 @@ it from the inventory). Passwords come from files readable only by the service u
 
     telemetry: /var/lib/continuity-rpo/telemetry
     interval: 5                                   # seconds between collector samples
+    segment_seconds: 60                           # a telemetry file is published (readable) at most this old
     groups: [all]                                 # address group names (mirror connections are <dc>_<group>)
     brokers:
       - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",
@@ -63,6 +64,7 @@ def load_config(path: str) -> dict:
     config = {
         "telemetry": raw["telemetry"],
         "interval": float(raw.get("interval", 5)),
+        "segment_seconds": float(raw.get("segment_seconds", 60)),
         "groups": _require(raw, "groups", "", list),
         "brokers": brokers,
         "management": {"management_user": _require(management, "user", "management."),

@@ -1,8 +1,11 @@
 """The RPO/RTO job: read telemetry, compute, write Parquet history, Prometheus exposition and an HTML report.
 
-    python -m continuity_rpo.job --telemetry DIR_OR_URI --output DIR [--sla sla.yml] [--textfile FILE]
-                                 [--pushgateway HOST:PORT] [--report FILE] [--as-of UNIX_TIME] [--master URL]
-                                 [--events FILE_OR_DIR] [--ledgers FILE_OR_DIR]
+    python -m continuity_rpo.job --telemetry DIR_OR_URI --output DIR [--incremental] [--sla sla.yml]
+                                 [--textfile FILE] [--pushgateway HOST:PORT] [--report FILE] [--as-of UNIX_TIME]
+                                 [--master URL] [--events FILE_OR_DIR] [--ledgers FILE_OR_DIR]
+
+Batch mode reads every telemetry file on each run; --incremental first ingests the files written since the last run
+into Parquet under OUTPUT/telemetry (Structured Streaming, exactly once) and computes from there.
 
 Exit status 2 when the input cannot give an honest number (no telemetry, bad SLA file); rows it cannot use are
 counted per reason, printed and published (continuity_artemis_telemetry_rejected_rows), never guessed at.
@@ -89,7 +92,13 @@ def write_history(tables: dict, output: str) -> None:
 
 
 def run(spark: SparkSession, arguments, config: dict) -> dict:
-    data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers})
+    history = None
+    if arguments.incremental:
+        history = arguments.output
+        for kind, count in telemetry.ingest(spark, arguments.telemetry, history).items():
+            print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
+    data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
+                          history)
     results = compute(spark, data, config, arguments.as_of)
     write_history(results["tables"], arguments.output)
     finished = time.time()
@@ -103,6 +112,8 @@ def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="continuity_rpo.job", description=__doc__.split("\n", maxsplit=1)[0])
     parse.add_argument("--telemetry", required=True, help="root of the telemetry store (path or URI)")
     parse.add_argument("--output", required=True, help="where the Parquet history goes (path or URI)")
+    parse.add_argument("--incremental", action="store_true",
+                       help="ingest only the files new since the last run into OUTPUT/telemetry, compute from there")
     parse.add_argument("--events", help="the operation playbooks' event log (default: TELEMETRY/events)")
     parse.add_argument("--ledgers", help="drill ledgers (default: TELEMETRY/ledgers)")
     parse.add_argument("--sla", help="the objectives (YAML); defaults apply without it")

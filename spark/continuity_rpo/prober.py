@@ -148,7 +148,7 @@ class Route:
 def run(config: dict, duration: float, stop: threading.Event | None = None) -> None:
     probes = config["probes"]
     routes = [Route(route, config) for route in probes["routes"]]
-    store = Store(config["telemetry"], "prober")
+    store = Store(config["telemetry"], "prober", config["segment_seconds"])
     deadline = time.monotonic() + duration if duration else None
     try:
         while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
@@ -160,6 +160,7 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
                 store.append("probes", route.observe(config["management"]), time.time())
             time.sleep(max(0.0, probes["interval"] - (time.monotonic() - started)))
     finally:
+        store.close()
         for route in routes:
             route._close()
 

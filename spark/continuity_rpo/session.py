@@ -9,7 +9,8 @@ from pyspark.sql import SparkSession
 
 
 def spark_session(master: str | None = None) -> SparkSession:
-    builder = SparkSession.builder.appName("continuity-artemis-rpo").config("spark.sql.session.timeZone", "UTC")
+    builder = (SparkSession.builder.appName("continuity-artemis-rpo").config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))  # progress bars would fill the job's log
     if master or not os.environ.get("SPARK_ENV_LOADED"):
         master = master or "local[*]"
         builder = builder.master(master)

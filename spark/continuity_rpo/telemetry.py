@@ -10,6 +10,12 @@ Every kind lives in its own directory of JSON-lines files under one root (a loca
     <root>/events/          the orchestration event log of the operation playbooks (continuity_event_log)
 
 Times are Unix seconds (float), except the event log's ISO-8601 "at".
+
+Incremental mode: ``ingest`` appends the files written since its last run to Parquet tables under
+``<history>/telemetry/<kind>`` (a Structured Streaming query per sampled kind, trigger availableNow, checkpointed in
+``<history>/_checkpoints/<kind>``, so that every file is taken exactly once), and ``read(..., history=...)`` reads the
+sampled kinds from there. Writers publish only complete files (store.py), which the streaming source needs: it reads
+a file once.
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ REQUIRED = {
     "ledgers": ("drill", "datacentre", "event", "time"),
     "events": ("name", "id", "phase", "at"),
 }
+
+# The kinds that grow all the time: what incremental mode ingests. Ledgers and the event log stay small and are read
+# whole on every run (the event log is one file the playbooks append to).
+SAMPLED = ("queue_samples", "link_samples", "probes")
 
 ALLOWED_EVENTS = {"probes": ("sent", "seen"), "ledgers": ("accepted", "consumed", "present", "fault")}
 
@@ -108,14 +118,39 @@ def _exists(spark: SparkSession, path: str) -> bool:
     return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
 
 
-def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None) -> Telemetry:
-    """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log);
-    a kind with no file at all is an empty frame."""
+def _ingested(history: str, kind: str) -> str:
+    return f"{history.rstrip('/')}/telemetry/{kind}"
+
+
+def ingest(spark: SparkSession, root: str, history: str) -> dict[str, int]:
+    """Append the sampled kinds' files not ingested yet to their Parquet tables; the rows taken per kind."""
+    taken = {}
+    for kind in SAMPLED:
+        source = f"{root.rstrip('/')}/{kind}"
+        if not _exists(spark, source):
+            continue
+        query = (spark.readStream.schema(SCHEMAS[kind]).json(source).select(*SCHEMAS[kind].fieldNames())
+                 .writeStream.format("parquet").queryName(f"ingest_{kind}")
+                 .option("checkpointLocation", f"{history.rstrip('/')}/_checkpoints/{kind}")
+                 .trigger(availableNow=True).start(_ingested(history, kind)))
+        query.awaitTermination()
+        taken[kind] = sum(progress["numInputRows"] for progress in query.recentProgress)
+    return taken
+
+
+def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
+         history: str | None = None) -> Telemetry:
+    """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log; with
+    ``history``, the sampled kinds come from what ``ingest`` put there); a kind with no file at all is an empty
+    frame."""
     frames, rejected = {}, []
     for kind, schema in SCHEMAS.items():
-        path = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}"
+        if history and kind in SAMPLED:
+            path, reader = _ingested(history, kind), spark.read.schema(schema).parquet
+        else:
+            path, reader = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}", spark.read.schema(schema).json
         if _exists(spark, path):
-            raw = spark.read.schema(schema).json(path).select(*schema.fieldNames())
+            raw = reader(path).select(*schema.fieldNames())
         else:
             raw = spark.createDataFrame([], schema)
         frames[kind], counts = validate(kind, raw)

@@ -30,7 +30,7 @@ class Measurement:
     def __init__(self, estate, root: str, routes: list[dict], groups: list[str], interval: float = 1.0):
         node = estate.nodes[0]
         self.config = {
-            "telemetry": root, "interval": interval, "groups": groups,
+            "telemetry": root, "interval": interval, "segment_seconds": 2 * interval, "groups": groups,
             "brokers": [{"name": n.name, "datacentre": n.dc, "management_url": n.management_url,
                          "amqp_url": n.amqp_url} for n in estate.nodes],
             "management": {"management_user": node.user, "management_password": node.password,
