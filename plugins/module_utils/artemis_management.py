@@ -35,6 +35,16 @@ BROKER_OPTIONS = dict(
 MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
 
 
+def require_at_least(module, **minimums):
+    """Fail, naming the option and its value, when one of the module's numeric options is below its minimum
+    (argument specs check types, not ranges)."""
+    low = ['%s must be at least %s (got %s)' % (name, minimum, module.params[name])
+           for name, minimum in sorted(minimums.items())
+           if module.params[name] is not None and module.params[name] < minimum]
+    if low:
+        module.fail_json(msg='; '.join(low))
+
+
 class ManagementError(Exception):
     """A management request failed; the message names the broker and says what to fix."""
 

@@ -85,7 +85,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError)
+    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
 
@@ -112,6 +112,7 @@ def main():
     argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_at_least(module, request_timeout=1, timeout=1, poll_interval=0.1, tolerance=0)
     params = module.params
     datacentres = sorted(set(broker['datacentre'] for broker in params['brokers']))
     if params['source_datacentre'] not in datacentres:

@@ -33,10 +33,28 @@ options:
     choices: [active, passive]
     required: true
   address_groups:
-    description: The estate's address groups, as in C(replication_address_groups) (C(name), C(addresses), C(mode)).
+    description: The estate's address groups, as in C(replication_address_groups).
     type: list
     elements: dict
     required: true
+    suboptions:
+      name:
+        description: Group name.
+        type: str
+        required: true
+      addresses:
+        description: Address prefixes of the group; empty for the catch-all group.
+        type: list
+        elements: str
+        default: []
+      mode:
+        description: What is replicated; only C(full_state) groups are staged and activated.
+        type: str
+        choices: [full_state, messages_only]
+        default: full_state
+      owner:
+        description: The datacentre that owns the group (informational here).
+        type: str
   groups:
     description: Names of the groups to activate or fence. Default every C(full_state) group.
     type: list
@@ -129,7 +147,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ArtemisManagement, ManagementError)
+    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ArtemisManagement, ManagementError, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
     PERMISSIONS, STAGED_PERMISSIONS, UNSTAGED_MATCHES, security_settings, staging_entry)
@@ -195,7 +213,12 @@ def main():
         brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
         datacentre=dict(type='str', required=True),
         state=dict(type='str', required=True, choices=['active', 'passive']),
-        address_groups=dict(type='list', elements='dict', required=True),
+        address_groups=dict(type='list', elements='dict', required=True, options=dict(
+            name=dict(type='str', required=True),
+            addresses=dict(type='list', elements='str', default=[]),
+            mode=dict(type='str', choices=['full_state', 'messages_only'], default='full_state'),
+            owner=dict(type='str'),
+        )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),
         admin_role=dict(type='str', default='amq'),
@@ -205,6 +228,7 @@ def main():
     )
     argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_at_least(module, request_timeout=1, delivery_timeout=0)
     params = module.params
 
     full_state = [group['name'] for group in params['address_groups']

@@ -80,6 +80,83 @@ def _group_owned_by_unknown_dc(hosts, all_vars):
     all_vars["replication_address_groups"] = [{"name": "all", "addresses": [], "owner": "dc8"}]
 
 
+def _unsupported_version(hosts, all_vars):
+    all_vars["broker_version"] = "2.30.0"
+
+
+def _port_clash(hosts, all_vars):
+    all_vars["broker_management_port"] = 5672  # the AMQP acceptor's
+
+
+def _port_not_a_number(hosts, all_vars):
+    all_vars["broker_management_port"] = "eighty"
+
+
+def _groups_not_a_list(hosts, all_vars):
+    all_vars["replication_address_groups"] = "all"
+
+
+def _duplicate_group(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "orders", "addresses": ["orders."]},
+                                              {"name": "orders", "addresses": ["billing."]}]
+
+
+def _group_name_with_a_slash(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "orders/eu", "addresses": []}]
+
+
+def _prefix_in_two_groups(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "a", "addresses": ["orders."]},
+                                              {"name": "b", "addresses": ["orders."]}, {"name": "rest"}]
+
+
+def _two_catch_all_groups(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "a"}, {"name": "b"}]
+
+
+def _unknown_mode(hosts, all_vars):
+    all_vars["replication_address_groups"] = [{"name": "all", "mode": "everything"}]
+
+
+def _two_active_datacentres(hosts, all_vars):
+    all_vars["replication_active_datacentre"] = ["dc1", "dc2"]
+
+
+def _wildcard_address_name(hosts, all_vars):
+    all_vars["broker_addresses"] = [{"name": "orders.#"}]
+
+
+def _address_under_the_broker_prefix(hosts, all_vars):
+    all_vars["broker_addresses"] = [{"name": "orders", "queues": ["activemq.orders"]}]
+
+
+def _unknown_routing_type(hosts, all_vars):
+    all_vars["broker_addresses"] = [{"name": "orders", "routing_type": "broadcast"}]
+
+
+def _numeric_user_password(hosts, all_vars):
+    all_vars["broker_users"] = [dict(user, password=12345) for user in all_vars["broker_users"]]
+
+
+def _host_in_two_datacentres(hosts, all_vars):
+    dc1_host = next(iter(_dc_hosts(hosts, "dc1")))
+    _dc_hosts(hosts, "dc2")[dc1_host] = None
+
+
+def _malformed_zookeeper(hosts, all_vars):
+    all_vars["replication_zookeeper"] = {"connect-string": "zk1 zk2"}
+
+
+def _missing_tls_certificate(hosts, all_vars):
+    all_vars["replication_tls_cert"] = "/nonexistent/broker.pem"
+    all_vars["replication_tls_key"] = "/nonexistent/broker.key"
+
+
+def _unreachable_host(hosts, all_vars):
+    host = next(iter(_dc_hosts(hosts, "dc2")))
+    _dc_hosts(hosts, "dc2")[host] = dict(_dc_hosts(hosts, "dc2")[host] or {}, ansible_port=1)
+
+
 CASES = {
     "no passive datacentre": (_no_passive_dc, ["replication_datacentres"]),
     "unknown datacentre name": (_unknown_dc, ["replication_datacentres", "dc9"]),
@@ -91,6 +168,26 @@ CASES = {
     "HA layout on a one-host datacentre": (_pair_layout_on_one_host, ["replication_layout", "shared_nothing"]),
     "unknown layout": (_unknown_layout, ["replication_layout", "active_active"]),
     "address group owned by an unknown datacentre": (_group_owned_by_unknown_dc, ["replication_address_groups"]),
+    "unsupported Artemis version": (_unsupported_version, ["broker_version", "2.30.0"]),
+    "management port clashes with an acceptor": (_port_clash, ["broker_management_port", "5672"]),
+    "port that is not a number": (_port_not_a_number, ["broker_management_port"]),
+    "address groups not a list": (_groups_not_a_list, ["replication_address_groups"]),
+    "two groups with one name": (_duplicate_group, ["replication_address_groups", "unique names"]),
+    "group name with a slash": (_group_name_with_a_slash, ["replication_address_groups", "orders/eu"]),
+    "address prefix in two groups": (_prefix_in_two_groups, ["replication_address_groups", "orders."]),
+    "two catch-all groups": (_two_catch_all_groups, ["replication_address_groups", "catch-all"]),
+    "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
+    "two active datacentres": (_two_active_datacentres, ["replication_active_datacentre"]),
+    "wildcard in an address name": (_wildcard_address_name, ["broker_addresses", "orders.#"]),
+    "queue under the broker's own prefix": (
+        _address_under_the_broker_prefix, ["broker_addresses", "activemq.orders"]),
+    "unknown routing type": (_unknown_routing_type, ["routing_type", "broadcast"]),
+    "password that is not a string": (_numeric_user_password, ["broker_users", "password"]),
+    "host in two datacentres": (_host_in_two_datacentres, ["dc1-node1", "exactly one datacentre"]),
+    "malformed ZooKeeper connect string": (_malformed_zookeeper, ["replication_zookeeper", "connect-string"]),
+    "user-provided TLS certificate missing": (
+        _missing_tls_certificate, ["replication_tls_cert", "/nonexistent/broker.pem"]),
+    "unreachable host": (_unreachable_host, ["dc2-node1", "UNREACHABLE"]),
 }
 
 
@@ -109,8 +206,10 @@ def test_bad_inventory_fails_before_changing_any_host(estate, tmp_path, case):
     result = run_playbook("site.yml", inventory=_inventory(tmp_path, edit))
 
     assert result.rc != 0, result.output[-4000:]
-    assert "fatal:" in result.output, result.output[-4000:]
-    failure = result.output[result.output.find("fatal:"):]
+    # A failed task says "fatal:", a failed loop item "failed:".
+    starts = [at for at in (result.output.find("fatal:"), result.output.find("failed: [")) if at >= 0]
+    assert starts, result.output[-4000:]
+    failure = result.output[min(starts):]
     for word in expected_words:
         assert word in failure, f"{word!r} not named in the failure:\n{failure[-4000:]}"
     assert all(counters["changed"] == 0 for counters in result.recap().values()), result.recap()
