@@ -2,7 +2,8 @@
 
 Writes ROWS rows of telemetry (a third probes, two thirds queue and link samples, as a collector sampling 2
 datacentres every 5 s and a prober probing every second would), runs the job's command line over them and prints
-the job's wall time and rows per second as JSON. Measured, never asserted.
+the job's wall time and rows per second as JSON; then the incremental mode: a first run that ingests everything,
+and a run after 1% more rows arrived. Measured, never asserted.
 """
 
 from __future__ import annotations
@@ -19,21 +20,21 @@ QUEUES = 50
 T0 = 1_800_000_000.0
 
 
-def _write(root: str, rows: int) -> None:
+def _write(root: str, rows: int, part: str = "part", t0: float = T0) -> None:
     probes_wanted, samples_wanted = rows // 3, rows - rows // 3
-    os.makedirs(f"{root}/probes/date=bench")
-    with open(f"{root}/probes/date=bench/part.jsonl", "w") as handle:
+    os.makedirs(f"{root}/probes/date=bench", exist_ok=True)
+    with open(f"{root}/probes/date=bench/{part}.jsonl", "w") as handle:
         for n in range(probes_wanted // 2):
-            probe = f'"probe_id": "p{n}", "source_datacentre": "dc1", "target_datacentre": "dc2"'
-            handle.write(f'{{{probe}, "event": "sent", "time": {T0 + n}}}\n')
-            handle.write(f'{{{probe}, "event": "seen", "time": {T0 + n + 0.05 + (n % 97) / 100}}}\n')
-    os.makedirs(f"{root}/queue_samples/date=bench")
-    os.makedirs(f"{root}/link_samples/date=bench")
+            probe = f'"probe_id": "{part}{n}", "source_datacentre": "dc1", "target_datacentre": "dc2"'
+            handle.write(f'{{{probe}, "event": "sent", "time": {t0 + n}}}\n')
+            handle.write(f'{{{probe}, "event": "seen", "time": {t0 + n + 0.05 + (n % 97) / 100}}}\n')
+    os.makedirs(f"{root}/queue_samples/date=bench", exist_ok=True)
+    os.makedirs(f"{root}/link_samples/date=bench", exist_ok=True)
     per_sample = 2 * QUEUES + 2
-    with open(f"{root}/queue_samples/date=bench/part.jsonl", "w") as queues, \
-            open(f"{root}/link_samples/date=bench/part.jsonl", "w") as links:
+    with open(f"{root}/queue_samples/date=bench/{part}.jsonl", "w") as queues, \
+            open(f"{root}/link_samples/date=bench/{part}.jsonl", "w") as links:
         for step in range(samples_wanted // per_sample):
-            now = T0 + 5 * step
+            now = t0 + 5 * step
             for dc, behind in (("dc1", 0), ("dc2", 3)):
                 links.write(json.dumps({"time": now, "broker": f"{dc}-node1", "datacentre": dc, "link": f"x_{dc}",
                                         "target_datacentre": "dc2" if dc == "dc1" else "dc1", "connected": True,
@@ -46,20 +47,28 @@ def _write(root: str, rows: int) -> None:
                                              "delivering_count": 2, "consumer_count": 1}) + "\n")
 
 
+def _job_seconds(work: str, *arguments: str) -> float:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO_ROOT, "spark"),
+                                                      os.path.join(REPO_ROOT, ".collections")]))
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", f"{work}/telemetry", "--textfile",
+                    f"{work}/out.prom", "--report", f"{work}/report.html", *arguments],
+                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
 def main(rows: int) -> None:
     with tempfile.TemporaryDirectory() as work:
         started = time.monotonic()
         _write(f"{work}/telemetry", rows)
         generated = time.monotonic() - started
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO_ROOT, "spark"),
-                                                          os.path.join(REPO_ROOT, ".collections")]))
-        started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", f"{work}/telemetry", "--output",
-                        f"{work}/history", "--textfile", f"{work}/out.prom", "--report", f"{work}/report.html"],
-                       check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        took = time.monotonic() - started
-    print(json.dumps({"rows": rows, "generate_s": round(generated, 1), "job_s": round(took, 1),
-                      "rows_per_s": round(rows / took)}))
+        batch = _job_seconds(work, "--output", f"{work}/history")
+        first = _job_seconds(work, "--output", f"{work}/incremental", "--incremental")
+        _write(f"{work}/telemetry", rows // 100, part="more", t0=T0 + rows)  # later than everything before
+        more = _job_seconds(work, "--output", f"{work}/incremental", "--incremental")
+    print(json.dumps({"rows": rows, "generate_s": round(generated, 1), "job_s": round(batch, 1),
+                      "rows_per_s": round(rows / batch), "incremental_first_run_s": round(first, 1),
+                      "incremental_after_1pct_more_s": round(more, 1)}))
 
 
 if __name__ == "__main__":
