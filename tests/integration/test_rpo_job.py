@@ -2,10 +2,12 @@
 controller (a third site, outside both datacentres); under load the published lag follows a WAN delay and the RPO
 rises through a partition and falls after it."""
 
+import json
 import os
 import shutil
 import subprocess
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -96,3 +98,60 @@ def test_rpo_job_deploys_and_its_numbers_follow_wan_delay_and_partition(estate, 
     with open(f"{DATA_DIR}/job.log") as handle:
         assert "dc1->dc2: RPO" in handle.read()
     assert os.path.exists(f"{DATA_DIR}/report.html")
+
+
+@pytest.fixture
+def spark_cluster(measured):
+    """A standalone Spark cluster (master and one worker) on the controller, from the venv the role installed: the
+    "existing cluster" the job is submitted to. Started once the role has run; stopped afterwards."""
+    processes = []
+
+    def start():
+        spark_class = "/opt/continuity-rpo/venv/bin/spark-class"
+        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR="/tmp/continuity-spark-worker",
+                   PYSPARK_PYTHON="/opt/continuity-rpo/venv/bin/python")  # how spark-class finds the pip Spark
+        # The worker runs as the job's user, so that what executors write into the history stays the job's.
+        for command in ([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                         "--port", "7077", "--webui-port", "18080"],
+                        ["runuser", "-u", "continuity-rpo", "--", spark_class,
+                         "org.apache.spark.deploy.worker.Worker", "--cores", "2", "--memory", "1g",
+                         "--webui-port", "18081", "spark://127.0.0.1:7077"]):
+            processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+        amqp.wait_for(lambda: _spark_master_state().get("aliveworkers", 0), bool, timeout=120,
+                      description="a Spark worker registered with the master")
+
+    yield start
+    for process in reversed(processes):
+        process.terminate()
+        process.wait(timeout=60)
+    shutil.rmtree("/tmp/continuity-spark-worker", ignore_errors=True)
+
+
+def _spark_master_state():
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:18080/json/", timeout=5) as response:
+            return json.load(response)
+    except OSError:
+        return {}
+
+
+def test_rpo_job_submits_to_an_existing_spark_cluster(estate, measured, spark_cluster):
+    with open(os.path.join(measured, "rpo.yml")) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["rpo_job"]["hosts"]["localhost"].update({
+        "rpo_job_spark_master": "spark://127.0.0.1:7077",
+        "rpo_job_spark_submit": "/opt/continuity-rpo/venv/bin/spark-submit",
+        "rpo_job_spark_submit_args": ["--conf", "spark.driver.host=127.0.0.1",
+                                      "--conf", "spark.pyspark.python=/opt/continuity-rpo/venv/bin/python"]})
+    with open(os.path.join(measured, "rpo.yml"), "w") as handle:
+        yaml.safe_dump(inventory, handle)
+    deployed = run_playbook("playbooks/rpo.yml", inventory=measured)
+    assert deployed.rc == 0, deployed.output[-6000:]
+    spark_cluster()
+
+    time.sleep(90)  # cron starts collector and prober at the next minute; their first segments close at its end
+    metrics = _job(time.time())
+    assert ("continuity_artemis_rpo_seconds", LINK) in metrics
+    completed = [app["name"] for app in _spark_master_state().get("completedapps", [])]
+    assert "continuity-artemis-rpo" in completed, _spark_master_state()
