@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from support import amqp
-from support.estate import REPO_ROOT, TESTBED_INVENTORY, PlaybookResult
+from support.collection import build_and_install
+from support.estate import TESTBED_INVENTORY, PlaybookResult
 
 # What a user's own ansible.cfg would hold for this inventory; nothing points back to the checkout.
 USER_CONFIG = """[defaults]
@@ -24,12 +25,7 @@ ignore_patterns = pki
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("installed")
-    subprocess.run(["ansible-galaxy", "collection", "build", REPO_ROOT, "--output-path", str(work / "dist")],
-                   check=True, capture_output=True, text=True)
-    artifact = next((work / "dist").glob("continuity-artemis-*.tar.gz"))
-    # --force: without it, a copy found on the configured collections path (a checkout's link) makes this a no-op.
-    subprocess.run(["ansible-galaxy", "collection", "install", "--force", "--no-deps", str(artifact),
-                    "-p", str(work / "collections")], check=True, capture_output=True, text=True)
+    build_and_install(work)
     (work / "ansible.cfg").write_text(USER_CONFIG)
     return work
 
