@@ -1,0 +1,45 @@
+"""The operation playbooks refuse bad inputs (-e, or an AWX survey) by their declaration in playbooks/vars/inputs.yml,
+naming the variable, before anything is read from or done to a broker. Runs on the example inventory with its hosts
+pointed at a closed loopback port: a playbook that tried to reach one would fail differently."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from support.estate import REPO_ROOT
+
+VAULT = {"vault_broker_admin_password": "x1", "vault_ops_password": "x2", "vault_orders_app_password": "x3",
+         "vault_replication_password": "x4", "broker_cluster_password": "x5",
+         "ansible_host": "127.0.0.1", "ansible_port": "1"}
+
+CASES = {
+    "swapover without a target": ("swapover", {}, ["missing required arguments: swapover_target"]),
+    "swapover timeout not a number": ("swapover", {"swapover_target": "frankfurt", "swapover_drain_timeout": "soon"},
+                                      ["swapover_drain_timeout", "soon"]),
+    "swapover groups not a list": ("swapover", {"swapover_target": "frankfurt", "swapover_groups": {"a": 1}},
+                                   ["swapover_groups"]),
+    "failover without a target": ("failover", {"failover_confirm": "true"},
+                                  ["missing required arguments: failover_target"]),
+    "failover force not a boolean": ("failover", {"failover_target": "frankfurt", "failover_force": "maybe"},
+                                     ["failover_force", "maybe"]),
+    "failback without the active site": ("failback", {"failback_site": "london"},
+                                         ["missing required arguments: failback_active"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_playbook_inputs_are_refused_by_name(case):
+    playbook, extra_vars, expected = CASES[case]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(["ansible-playbook", "-i", "inventories/example", f"playbooks/{playbook}.yml",
+                             "-e", json.dumps({**VAULT, **extra_vars})], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+                            check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    failure = output[output.index("fatal:"):]
+    assert "argument_errors" in failure, failure[-3000:]
+    for word in expected:
+        assert word in failure, f"{word!r} not named in:\n{failure[-3000:]}"
+    assert "UNREACHABLE" not in output
