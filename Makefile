@@ -9,6 +9,10 @@ export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .tools/bin/toxiproxy-server
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
+# awx.awx, for the AWX configuration (awx/): Galaxy is out of reach; the last Ansible package on PyPI that bundled it.
+AWX_COLLECTION := .collections/ansible_collections/awx/awx
+AWX_FROM := ansible==8.7.0
+AWX_FROM_SHA256 := fa7d3bc2dfdb0ab031df645814ff86b15cb5ec041bfbee4041f795abfa5646ca
 VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper \
@@ -25,7 +29,7 @@ help:
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint, sanity, unit and integration tests"
 
-setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK)
+setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
 
 .cache/apt.done:
 	@mkdir -p .cache
@@ -59,6 +63,13 @@ $(TOXIPROXY):
 $(COLLECTION_LINK):
 	@mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
+
+$(AWX_COLLECTION): $(VENV)/.installed
+	$(VENV)/bin/pip download -q --no-deps $(AWX_FROM) -d .cache/awx
+	echo "$(AWX_FROM_SHA256)  $$(ls .cache/awx/ansible-*.whl)" | sha256sum -c --quiet
+	$(VENV)/bin/python -c 'import sys, zipfile; wheel = zipfile.ZipFile(sys.argv[1]); \
+	  wheel.extractall(".collections", [n for n in wheel.namelist() if n.startswith("ansible_collections/awx/awx/")])' \
+	  .cache/awx/ansible-*.whl
 
 testbed-up: setup
 	$(TESTBED) up $(TESTBED_ARGS)

@@ -40,11 +40,13 @@ def run_playbook(playbook: str, inventory: str = TESTBED_INVENTORY, extra_args: 
     return PlaybookResult(proc.returncode, proc.stdout + proc.stderr)
 
 
-def run_module(module: str, arguments: dict, timeout: int = 600, check_mode: bool = False) -> tuple[dict, str]:
-    """Run one of the collection's modules on the controller, as a playbook task would; returns (result, output)."""
+def run_module(module: str, arguments: dict, timeout: int = 600, check_mode: bool = False,
+               collection: str = "continuity.artemis") -> tuple[dict, str]:
+    """Run a module (by default one of this collection's) on the controller, as a playbook task would; returns
+    (result, output)."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
-    proc = subprocess.run(["ansible", "localhost", "-m", f"continuity.artemis.{module}", "-a", json.dumps(arguments),
+    proc = subprocess.run(["ansible", "localhost", "-m", f"{collection}.{module}", "-a", json.dumps(arguments),
                            *(["--check", "--diff"] if check_mode else [])],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     output = proc.stdout + proc.stderr
