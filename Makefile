@@ -22,7 +22,7 @@ GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean bench-rpo
+.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean bench-rpo role-docs
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
@@ -83,6 +83,11 @@ demo: testbed-up
 
 lint: setup
 	ansible-lint --profile production
+	antsibull-changelog lint
+
+# Regenerate the variables tables of the roles' READMEs from their meta/argument_specs.yml.
+role-docs: setup
+	python tests/support/role_docs.py
 
 sanity: setup
 	tests/sanity.sh

@@ -5,6 +5,8 @@ import os
 import pytest
 import yaml
 
+from support import role_docs
+
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 ROLES = sorted(name for name in os.listdir(ROLES_DIR) if not name.startswith("_"))
 
@@ -41,3 +43,10 @@ def test_variables_without_default_are_required_and_secrets_are_not_logged(role)
 def test_public_variables_carry_the_role_prefix(role):
     options = _load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
     assert all(name.startswith(role + "_") for name in options), sorted(options)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_role_readme_lists_the_variables_of_its_argument_specs(role):
+    current, regenerated = role_docs.rendered(role)
+    assert role_docs.BEGIN in current, f"roles/{role}/README.md has no generated variables table"
+    assert current == regenerated, f"roles/{role}/README.md is stale: run make role-docs"
