@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".collections"))
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (  # noqa: E402
-    ArtemisManagement, ManagementError, jolokia_endpoint, queue_mbean)
+    ArtemisManagement, ManagementError, jolokia_endpoint, queue_mbean, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (  # noqa: E402
     compare_sites, is_application_queue)
 
@@ -125,3 +125,18 @@ def test_compare_sites_counts_live_brokers_per_datacentre():
         {"queue": "b", "message_counts": {"dc1": 1, "dc2": 0}, "in_sync": False},
     ]
     assert compare_sites(reports, tolerance=1)[1]["in_sync"]
+
+
+class FakeModule:
+    def __init__(self, **params):
+        self.params = params
+
+    def fail_json(self, msg):
+        raise AssertionError(msg)
+
+
+def test_numbers_below_their_minimum_are_named_with_their_value():
+    require_at_least(FakeModule(timeout=5, tolerance=0, poll_interval=None), timeout=1, tolerance=0, poll_interval=0.1)
+    with pytest.raises(AssertionError, match=r"^timeout must be at least 1 \(got -5\); tolerance must be at least 0 "
+                                             r"\(got -1\)$"):
+        require_at_least(FakeModule(timeout=-5, tolerance=-1), timeout=1, tolerance=0)
