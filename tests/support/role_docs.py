@@ -39,8 +39,8 @@ def rendered(role: str) -> tuple[str, str]:
     """(the README as it is, the README with its table regenerated)."""
     with open(os.path.join(ROLES_DIR, role, "README.md")) as handle:
         current = handle.read()
-    before, _, rest = current.partition(BEGIN)
-    _, _, after = rest.partition(END)
+    before = current.partition(BEGIN)[0]
+    after = current.partition(BEGIN)[2].partition(END)[2]
     return current, f"{before}{BEGIN}\n{variables_table(role)}\n{END}{after}"
 
 
