@@ -96,11 +96,12 @@ unit: setup
 	pytest tests/unit
 
 # The whole suite on two datacentres of plain-process nodes; the HA layouts on two nodes per datacentre; then the
-# site tests on three datacentres of nodes booting systemd (the role's systemd path, one active and two passive).
+# site tests on three datacentres of nodes booting systemd (the role's systemd path, one active and two passive)
+# and the measurement installed offline on one of them, run by its systemd timer.
 integration: setup
-	pytest tests/integration -m "not layouts"
+	pytest tests/integration -m "not layouts and not systemd"
 	pytest tests/integration -m layouts
-	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py
+	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py tests/integration/test_rpo_job_systemd.py
 
 test: lint sanity unit integration
 

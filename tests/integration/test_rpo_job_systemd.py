@@ -1,0 +1,92 @@
+"""The rpo_job role on a systemd host that cannot reach any package index (a test-bed node booting systemd): it
+installs from a wheelhouse built on the controller, runs the collector and prober as services, and its timer runs
+the job, which publishes the RPO of every link. Runs in the systemd pass of `make integration`."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from support import amqp
+from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, run_playbook
+
+pytestmark = pytest.mark.systemd
+
+UNITS = ("continuity-rpo-collector.service", "continuity-rpo-prober.service", "continuity-rpo-job.timer")
+TEXTFILE = "/var/lib/continuity-rpo/metrics/continuity_artemis.prom"
+# The test bed's systemd nodes run Debian 12, like the controller: the controller's python3 builds their wheels.
+NODE_PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory):
+    """What an operator prepares for an air-gapped host: every requirement as a wheel for the host's Python."""
+    target = tmp_path_factory.mktemp("wheelhouse")
+    subprocess.run([NODE_PYTHON, "-m", "pip", "wheel", "-q", "-r", os.path.join(REPO_ROOT, "spark", "requirements.txt"),
+                    "-w", str(target)], check=True, timeout=1200)
+    return str(target)
+
+
+@pytest.fixture
+def units_stopped_afterwards(estate):
+    yield
+    subprocess.run([TESTBED, "exec", estate.nodes[-1].name, "--", "systemctl", "disable", "--now", *UNITS],
+                   capture_output=True, check=False)
+
+
+def _journal(estate, node):
+    return estate.exec(node, "journalctl", "-u", "continuity-rpo-job.service", "--no-pager")
+
+
+def _published(estate, node):
+    """The node's textfile as {(metric name, sorted label pairs): value}."""
+    text = estate.exec(node, "cat", TEXTFILE)
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhouse, units_stopped_afterwards, tmp_path):
+    assert os.environ.get("TESTBED_SYSTEMD") == "1", "this test needs the test bed's systemd nodes (TESTBED_SYSTEMD=1)"
+    node = estate.nodes[-1]
+    host_python = estate.exec(node.name, "python3", "-c", "import sys; print(sys.version_info[:2])").strip()
+    controller_python = subprocess.run([NODE_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], check=True,
+                                       capture_output=True, text=True).stdout.strip()
+    assert host_python == controller_python, f"wheels of {controller_python} cannot serve {node.name}'s {host_python}"
+    # Nothing outside the test bed is reachable from the node: the wheelhouse is the only source there is.
+    offline = subprocess.run([TESTBED, "exec", node.name, "--", "python3", "-c",
+                              "import socket; socket.create_connection(('pypi.org', 443), timeout=5)"],
+                             capture_output=True, text=True, check=False)
+    assert offline.returncode != 0
+
+    inventory = tmp_path / "inventory"
+    shutil.copytree(TESTBED_INVENTORY, inventory)
+    with open(inventory / "rpo.yml", "w") as handle:
+        yaml.safe_dump({"rpo_job": {"hosts": {node.name: {
+            "rpo_job_wheelhouse": wheelhouse,
+            "rpo_job_probe_user": node.user, "rpo_job_probe_password": node.password,
+            "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 10,
+            "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}}}}},
+            handle)
+    first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+    assert first.rc == 0, first.output[-6000:]
+    second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+    assert second.rc == 0 and second.recap()[node.name]["changed"] == 0, second.output[-4000:]
+    deployed = time.monotonic()
+
+    assert estate.exec(node.name, "systemctl", "is-enabled", *UNITS).split() == ["enabled"] * len(UNITS)
+    assert estate.exec(node.name, "systemctl", "is-active", *UNITS).split() == ["active"] * len(UNITS)
+    # Nobody starts the job: the timer does, once the first telemetry files are closed.
+    amqp.wait_for(lambda: _journal(estate, node.name), lambda text: "Finished continuity-rpo-job.service" in text,
+                  timeout=420, description=f"the timer running the job to its end on {node.name}")
+    estate.record_timing("rpo_job.systemd_timer_first_run_done_s", time.monotonic() - deployed)
+    result = estate.exec(node.name, "systemctl", "show", "continuity-rpo-job.service", "-p", "Result", "--value")
+    assert result.strip() == "success"
+    assert "dc1->dc2: RPO" in _journal(estate, node.name)
+    metrics = _published(estate, node.name)
+    links = {dict(labels)["target_datacentre"] for name, labels in metrics
+             if name == "continuity_artemis_rpo_seconds" and dict(labels)["source_datacentre"] == "dc1"}
+    assert links == {other.dc for other in estate.passive()}
