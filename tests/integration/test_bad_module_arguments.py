@@ -8,10 +8,7 @@ from support.estate import generated_secrets, run_module
 
 
 def _site_arguments(estate, datacentre="dc2", state="active"):
-    return dict(estate.management_args(), datacentre=datacentre, state=state,
-                address_groups=estate.inventory_vars()["replication_address_groups"],
-                roles=estate.inventory_vars()["broker_roles"], exempt_users=["replicator", "cluster"],
-                groups=["all"])
+    return {**estate.site_args(datacentre, state), "groups": ["all"]}
 
 
 def _unchanged(estate):

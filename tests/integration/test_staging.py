@@ -14,11 +14,7 @@ MESSAGES = 300
 
 
 def _site(estate, datacentre, state, check_mode=False, **extra):
-    arguments = dict(estate.management_args(), datacentre=datacentre, state=state,
-                     address_groups=estate.inventory_vars()["replication_address_groups"],
-                     roles=estate.inventory_vars()["broker_roles"], exempt_users=["replicator", "cluster"])
-    arguments.update(extra)
-    return run_module("artemis_site", arguments, check_mode=check_mode)
+    return run_module("artemis_site", {**estate.site_args(datacentre, state), **extra}, check_mode=check_mode)
 
 
 def _restart(estate, node):

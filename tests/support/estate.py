@@ -115,6 +115,13 @@ class Estate:
                             for node in nodes],
                 "management_user": nodes[0].user, "management_password": nodes[0].password}
 
+    def site_args(self, datacentre: str, state: str) -> dict:
+        """The arguments of artemis_site for the test bed's address groups, as the operation playbooks give them."""
+        inventory = self.inventory_vars()
+        return dict(self.management_args(), datacentre=datacentre, state=state,
+                    address_groups=inventory["replication_address_groups"], roles=inventory["broker_roles"],
+                    exempt_users=["replicator", "cluster"])
+
     def broker_pids(self, node: Node) -> list[str]:
         """Pids of the node's broker JVM (empty when it is not running)."""
         result = subprocess.run([TESTBED, "exec", node.name, "--", "pgrep", "-f", "--",
