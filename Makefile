@@ -22,12 +22,12 @@ GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration testbed-up testbed-down clean bench-rpo role-docs
+.PHONY: help setup demo test lint sanity unit integration molecule testbed-up testbed-down clean bench-rpo role-docs
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
-	@echo "make test    setup, then lint, sanity, unit and integration tests"
+	@echo "make test    setup, then lint, sanity, unit and integration tests, and the Molecule scenarios"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
 
@@ -103,7 +103,16 @@ integration: setup
 	pytest tests/integration -m layouts
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py tests/integration/test_rpo_job_systemd.py
 
-test: lint sanity unit integration
+# A Molecule scenario per role on the test bed (delegated driver: create and destroy bring it up and down unless it
+# was up already); the docker scenario's configuration is validated and its playbooks syntax-checked (no engine here).
+MOLECULE_SCENARIOS := broker replication rpo_job
+molecule: setup
+	for scenario in $(MOLECULE_SCENARIOS); do molecule test -s $$scenario || exit 1; done
+	molecule list -s docker
+	ansible-playbook --syntax-check -i extensions/molecule/docker/inventory \
+	  extensions/molecule/replication/converge.yml extensions/molecule/replication/verify.yml
+
+test: lint sanity unit integration molecule
 
 # The RPO/RTO job on generated telemetry in Spark local mode (not part of make test): make bench-rpo ROWS=10000000
 ROWS ?= 1000000
