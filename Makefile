@@ -15,8 +15,10 @@ AWX_FROM := ansible==8.7.0
 AWX_FROM_SHA256 := fa7d3bc2dfdb0ab031df645814ff86b15cb5ec041bfbee4041f795abfa5646ca
 VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
+# python3-pip and a compiler: the offline rpo_job test builds a wheelhouse with the system Python (the test-bed
+# nodes' version).
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper \
-	openjdk-17-jre-headless prometheus
+	openjdk-17-jre-headless prometheus python3-pip gcc python3-dev libssl-dev
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
