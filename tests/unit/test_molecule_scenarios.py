@@ -31,3 +31,8 @@ def test_the_docker_scenario_runs_the_replication_scenarios_playbooks():
     assert config["ansible"]["playbooks"]["converge"] == "../replication/converge.yml"
     assert config["ansible"]["playbooks"]["verify"] == "../replication/verify.yml"
     assert {platform["name"] for platform in config["platforms"]} == {"dc1-node1", "dc2-node1"}
+    # The controller reaches each container at the address it was given on the scenario's network.
+    host_vars = config["provisioner"]["inventory"]["host_vars"]
+    for platform in config["platforms"]:
+        assert host_vars[platform["name"]] == {"ansible_host": platform["networks"][0]["ipv4_address"],
+                                               "ansible_docker_host": platform["name"]}
