@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that give playbooks and roles the estate model of module_utils/artemis_estate.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+
+
+def estate(address_groups, datacentres, active_datacentre):
+    """Everything the address groups mean for the datacentres, as one mapping."""
+    try:
+        return {
+            'groups': artemis_estate.normalise_groups(address_groups, active_datacentre),
+            'owned_groups': artemis_estate.owned_groups(address_groups, datacentres, active_datacentre),
+            'staging': dict((datacentre, artemis_estate.staging(address_groups, datacentre, active_datacentre))
+                            for datacentre in datacentres),
+            'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
+            'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
+        }
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('estate: %s' % exc)
+
+
+def restart_order(brokers, address_groups, datacentres, active_datacentre):
+    try:
+        return artemis_estate.restart_order(brokers, address_groups, datacentres, active_datacentre)
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('restart_order: %s' % exc)
+
+
+class FilterModule:
+    def filters(self):
+        return {'estate': estate, 'restart_order': restart_order}

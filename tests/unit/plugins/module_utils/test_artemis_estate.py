@@ -1,0 +1,83 @@
+"""The estate model: owners, staging, mirror connections, probe routes and restart order, on known inventories."""
+
+
+import pytest
+
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+
+TESTBED_GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
+                  {"name": "all", "addresses": []},
+                  {"name": "east", "addresses": ["east."], "mode": "full_state", "owner": "dc2"}]
+
+
+def test_groups_get_their_defaults():
+    groups = artemis_estate.normalise_groups([{"name": "all"}], "dc1")
+    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "owner": "dc1"}]
+
+
+def test_an_unknown_mode_or_owner_is_named():
+    with pytest.raises(artemis_estate.EstateError, match="orders: mode 'sync'"):
+        artemis_estate.normalise_groups([{"name": "orders", "mode": "sync"}], "dc1")
+    with pytest.raises(artemis_estate.EstateError, match="orders: owner 'dc9'"):
+        artemis_estate.owned_groups([{"name": "orders", "owner": "dc9"}], ["dc1", "dc2"], "dc1")
+
+
+def test_owned_groups_leave_out_messages_only():
+    assert artemis_estate.owned_groups(TESTBED_GROUPS, ["dc1", "dc2", "dc3"], "dc1") == {
+        "dc1": ["all"], "dc2": ["east"], "dc3": []}
+
+
+def test_each_datacentre_stages_the_full_state_groups_it_does_not_own():
+    def staged(datacentre):
+        return {entry["prefix"]: entry["staged"]
+                for entry in artemis_estate.staging(TESTBED_GROUPS, datacentre, "dc1")}
+    assert staged("dc1") == {"inflow.": False, "": False, "east.": True}
+    assert staged("dc2") == {"inflow.": False, "": True, "east.": False}
+    assert staged("dc3") == {"inflow.": False, "": True, "east.": True}
+
+
+def test_two_datacentres_mirror_every_group_both_ways():
+    connections = artemis_estate.mirror_connections(TESTBED_GROUPS, ["dc1", "dc2"], "dc1")
+    assert [(c["source"], c["name"], c["target"]) for c in connections] == [
+        ("dc1", "dc2_inflow", "dc2"), ("dc1", "dc2_all", "dc2"), ("dc1", "dc2_east", "dc2"),
+        ("dc2", "dc1_inflow", "dc1"), ("dc2", "dc1_all", "dc1"), ("dc2", "dc1_east", "dc1")]
+    by_name = {(c["source"], c["name"]): c for c in connections}
+    assert by_name[("dc1", "dc2_all")]["address_filter"] == "!inflow.,!east."
+    assert by_name[("dc1", "dc2_inflow")]["message_acknowledgements"] is False
+    assert by_name[("dc1", "dc2_east")]["address_filter"] == "east."
+
+
+def test_three_datacentres_form_a_star_around_each_owner():
+    groups = [{"name": "orders", "addresses": ["orders."]},
+              {"name": "audit", "addresses": ["audit."], "mode": "messages_only", "owner": "dc3"}]
+    pairs = {(c["source"], c["target"], c["group"])
+             for c in artemis_estate.mirror_connections(groups, ["dc1", "dc2", "dc3"], "dc1")}
+    assert pairs == {("dc1", "dc2", "orders"), ("dc1", "dc3", "orders"), ("dc2", "dc1", "orders"),
+                     ("dc3", "dc1", "orders"), ("dc3", "dc1", "audit"), ("dc3", "dc2", "audit"),
+                     ("dc1", "dc3", "audit"), ("dc2", "dc3", "audit")}
+    targets = artemis_estate.link_targets(groups, ["dc1", "dc2", "dc3"], "dc1")
+    assert targets[("dc2", "dc1_orders")] == "dc1" and ("dc2", "dc3_orders") not in targets
+
+
+def test_probe_routes_run_from_each_full_state_owner_to_every_other_datacentre():
+    assert artemis_estate.probe_routes(TESTBED_GROUPS, ["dc1", "dc2", "dc3"], "dc1") == [
+        {"group": "all", "address": "continuity.probe", "source": "dc1", "targets": ["dc2", "dc3"]},
+        {"group": "east", "address": "east.continuity.probe", "source": "dc2", "targets": ["dc1", "dc3"]}]
+
+
+def test_restart_order_puts_passive_datacentres_first_and_each_live_broker_after_its_backup():
+    brokers = [{"name": "a1", "datacentre": "dc1", "live": True}, {"name": "a2", "datacentre": "dc1", "live": False},
+               {"name": "b1", "datacentre": "dc2", "live": False}, {"name": "b2", "datacentre": "dc2", "live": True},
+               {"name": "c1", "datacentre": "dc3", "live": True}]
+    groups = [{"name": "all"}]
+    assert artemis_estate.restart_order(brokers, groups, ["dc1", "dc2", "dc3"], "dc1") == [
+        "b1", "b2", "c1", "a2", "a1"]
+    # Partitioned active/active: both owners come after the datacentre that owns nothing, in inventory order.
+    assert artemis_estate.restart_order(brokers, TESTBED_GROUPS, ["dc1", "dc2", "dc3"], "dc1") == [
+        "c1", "a2", "a1", "b1", "b2"]
+
+
+def test_restart_order_refuses_a_broker_of_an_unknown_datacentre():
+    with pytest.raises(artemis_estate.EstateError, match="dc7"):
+        artemis_estate.restart_order([{"name": "x", "datacentre": "dc7", "live": True}], [{"name": "all"}],
+                                     ["dc1", "dc2"], "dc1")
