@@ -26,9 +26,13 @@ options:
         required: true
       management_url:
         description:
-          - The broker's web server (C(http://host:8161)) or its full Jolokia URL.
+          - The broker's web server (C(https://host:8161)) or its full Jolokia URL.
         type: str
         required: true
+      ha_role:
+        description: Its configured part in its datacentre (informational; which broker is live is read from it).
+        type: str
+        choices: [standalone, primary, backup]
   management_user:
     description: A user with a role in the brokers' C(broker_management_roles).
     type: str
@@ -42,7 +46,9 @@ options:
     type: bool
     default: true
   ca_path:
-    description: CA certificate file to verify https management endpoints against.
+    description:
+      - CA certificate file to verify the brokers' HTTPS management endpoints against (the estate's CA,
+        C(replication_tls_ca_cert)). Without it the system's trusted CAs are used.
     type: path
   request_timeout:
     description: Seconds to wait for each management request.

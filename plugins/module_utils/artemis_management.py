@@ -8,31 +8,35 @@ Uses Ansible's own URL utilities, so a managed host needs nothing beyond Python.
 
 from __future__ import annotations
 
-import base64
 import json
 import socket
+import ssl
 
+from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible.module_utils.urls import open_url
 
-# Options every module that talks to brokers shares (see the doc fragment continuity.artemis.management).
-MANAGEMENT_ARGUMENT_SPEC = dict(
-    management_user=dict(type='str', required=True),
-    management_password=dict(type='str', required=True, no_log=True),
-    validate_certs=dict(type='bool', default=True),
-    ca_path=dict(type='path'),
-    request_timeout=dict(type='int', default=10),
-)
-
-# One broker: its name (the broker name in broker.xml), datacentre and Jolokia URL.
+# One broker: its name (the broker name in broker.xml), datacentre, Jolokia URL and configured part in its HA pair.
 BROKER_OPTIONS = dict(
     name=dict(type='str', required=True),
     datacentre=dict(type='str', required=True),
     management_url=dict(type='str', required=True),
+    ha_role=dict(type='str', choices=['standalone', 'primary', 'backup']),
 )
 
-MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
+
+def management_argument_spec():
+    """The options every module that talks to brokers shares (documented by the doc fragment
+    continuity.artemis.management), as a new dict the module adds its own options to."""
+    return dict(
+        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+        management_user=dict(type='str', required=True),
+        management_password=dict(type='str', required=True, no_log=True),
+        validate_certs=dict(type='bool', default=True),
+        ca_path=dict(type='path'),
+        request_timeout=dict(type='int', default=10),
+    )
 
 
 def require_at_least(module, **minimums):
@@ -49,9 +53,33 @@ class ManagementError(Exception):
     """A management request failed; the message names the broker and says what to fix."""
 
 
+class BrokerUnreachable(ManagementError):
+    """No answer from the broker's management endpoint (refused, timed out, no route): it may be down."""
+
+
+class AuthenticationRefused(ManagementError):
+    """The broker refused the management user (wrong password, or a user without a management role)."""
+
+
+class MBeanNotFound(ManagementError):
+    """The broker has no such MBean (no such queue or address, or a backup that holds none yet)."""
+
+
+class OperationRefused(ManagementError):
+    """The management user may not call this operation or read this attribute (management.xml's authorisation)."""
+
+
+class BrokerNotReady(ManagementError):
+    """The broker answers but is not started (starting, stopping, or failing over or back)."""
+
+
+_QUOTED = {'\\': '\\\\', '"': '\\"', '*': '\\*', '?': '\\?', '\n': '\\n'}
+
+
 def quote(value):
-    """An ObjectName value, quoted the way Artemis registers it."""
-    return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
+    """An ObjectName value, quoted as Java's ObjectName.quote does (Artemis names its MBeans so): backslash, quote,
+    the wildcards * and ? and newline are escaped."""
+    return '"%s"' % ''.join(_QUOTED.get(character, character) for character in value)
 
 
 def broker_mbean(broker):
@@ -82,8 +110,7 @@ class ArtemisManagement(object):
         self.name = name
         self.endpoint, self.origin = jolokia_endpoint(management_url)
         self.user = user
-        self._authorization = 'Basic ' + base64.b64encode(
-            ('%s:%s' % (user, password)).encode('utf-8')).decode('ascii')
+        self._password = password
         self.timeout = timeout
         self.validate_certs = validate_certs
         self.ca_path = ca_path
@@ -101,24 +128,31 @@ class ArtemisManagement(object):
                           payload.get('mbean', ''))
         try:
             response = open_url(self.endpoint, data=json.dumps(payload), method='POST', headers={
-                'Content-Type': 'application/json', 'Accept': 'application/json',
-                'Authorization': self._authorization, 'Origin': self.origin,
-            }, timeout=self.timeout, validate_certs=self.validate_certs, ca_path=self.ca_path,
+                'Content-Type': 'application/json', 'Accept': 'application/json', 'Origin': self.origin,
+            }, url_username=self.user, url_password=self._password, force_basic_auth=True,
+                timeout=self.timeout, validate_certs=self.validate_certs, ca_path=self.ca_path,
                 follow_redirects='none', use_proxy=False)
             raw = response.read()
         except HTTPError as exc:
             if exc.code in (401, 403):
                 # Artemis's Jolokia answers 403 both to a wrong password and to a user without a management role.
-                raise ManagementError('broker %s refused management_user %r (HTTP %s at %s): wrong user or password, '
-                                      'or the user has no role in broker_management_roles'
-                                      % (self.name, self.user, exc.code, self.endpoint))
+                raise AuthenticationRefused('broker %s refused management_user %r (HTTP %s at %s): wrong user or '
+                                            'password, or the user has no role in broker_management_roles'
+                                            % (self.name, self.user, exc.code, self.endpoint))
             raise ManagementError('broker %s: HTTP %s %s at %s' % (self.name, exc.code, exc.reason, self.endpoint))
+        except HTTPException as exc:
+            raise ManagementError('broker %s: %s did not answer HTTP (%s); is it an https port?'
+                                  % (self.name, self.endpoint, type(exc).__name__))
         except (socket.timeout, TimeoutError) as exc:
-            raise ManagementError('broker %s: no answer within %ss at %s (%s)'
-                                  % (self.name, self.timeout, self.endpoint, exc))
+            raise BrokerUnreachable('broker %s: no answer within %ss at %s (%s)'
+                                    % (self.name, self.timeout, self.endpoint, exc))
         except (URLError, OSError) as exc:
-            raise ManagementError('broker %s is unreachable at %s: %s'
-                                  % (self.name, self.endpoint, getattr(exc, 'reason', exc)))
+            reason = getattr(exc, 'reason', exc)
+            if isinstance(reason, ssl.SSLError):
+                # A certificate that the CA did not sign, or for another host: not a broker that is down.
+                raise ManagementError('broker %s: TLS to %s failed: %s (is ca_path the estate\'s CA?)'
+                                      % (self.name, self.endpoint, reason))
+            raise BrokerUnreachable('broker %s is unreachable at %s: %s' % (self.name, self.endpoint, reason))
         try:
             answer = json.loads(raw)
         except ValueError:
@@ -126,7 +160,12 @@ class ArtemisManagement(object):
         if answer.get('status') != 200:
             error_type = answer.get('error_type') or ''
             if error_type.endswith('InstanceNotFoundException'):
-                raise ManagementError('broker %s has no %s' % (self.name, payload.get('mbean')))
+                raise MBeanNotFound('broker %s has no %s' % (self.name, payload.get('mbean')))
+            if answer.get('status') == 403 and 'not authorized' in (answer.get('error') or ''):
+                raise OperationRefused('broker %s refused %s to management_user %r (it may not: %s)'
+                                       % (self.name, what, self.user, answer.get('error')))
+            if 'is not started' in (answer.get('error') or ''):
+                raise BrokerNotReady('broker %s is not started (starting, stopping or failing over)' % self.name)
             raise ManagementError('broker %s: %s failed: %s' % (self.name, what, answer.get('error')))
         return answer.get('value')
 
@@ -139,10 +178,15 @@ class ArtemisManagement(object):
     # -- what the modules ask ------------------------------------------------------------------------------------
 
     def status(self):
-        """Whether the broker is started and live (a backup of an HA pair is not), and its version."""
-        values = self.read(broker_mbean(self.name), ['Started', 'Active', 'Backup', 'Version', 'NodeID'])
+        """Whether the broker is started and live (a backup of an HA pair is not), and its version. For an HA pair:
+        ``backup`` (it is the pair's backup now), ``replica_sync`` (a live broker: a backup is attached and has
+        finished its initial synchronisation; a backup: it is in sync) and ``shared_store``."""
+        values = self.read(broker_mbean(self.name), ['Started', 'Active', 'Backup', 'ReplicaSync', 'SharedStore',
+                                                     'Version', 'NodeID'])
         return {'started': values['Started'], 'live': bool(values['Active'] and not values['Backup']),
-                'version': values['Version'], 'node_id': values['NodeID']}
+                'backup': bool(values['Backup']), 'replica_sync': bool(values['ReplicaSync']),
+                'shared_store': bool(values['SharedStore']), 'version': values['Version'],
+                'node_id': values['NodeID']}
 
     def broker_connections(self):
         """Every AMQP broker connection: name, uri, started, connected."""
@@ -162,6 +206,14 @@ class ArtemisManagement(object):
     def queues(self):
         """Every queue, with its counters, as Artemis lists them (values as strings)."""
         return self._list('listQueues')
+
+    def queue_names(self):
+        """The name of every queue, internal ones included."""
+        return sorted(self.read(broker_mbean(self.name), 'QueueNames') or [])
+
+    def message_count(self, address, queue, routing_type='anycast'):
+        """Messages in a queue, those being delivered included."""
+        return int(self.read(queue_mbean(self.name, address, queue, routing_type), 'MessageCount'))
 
     def pause_queue(self, queue):
         """Stop delivering from a queue (listQueues row) without persisting the pause."""

@@ -8,8 +8,9 @@ Shared by artemis_replication_info, artemis_drain_check and artemis_site.
 
 from __future__ import annotations
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    MIRROR_QUEUE_PREFIX, ArtemisManagement, ManagementError)
+    ArtemisManagement, BrokerNotReady, BrokerUnreachable)
 
 # Options selecting which queues count as replicated application queues.
 QUEUE_FILTER_ARGUMENT_SPEC = dict(
@@ -78,10 +79,10 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
         try:
             entry.update(broker_report(ArtemisManagement.from_params(broker, params),
                                        include_prefixes, exclude_prefixes))
-        except ManagementError as exc:
-            if 'unreachable' not in str(exc) and 'no answer within' not in str(exc):
-                raise
+        except BrokerUnreachable as exc:
             entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[])
+        except BrokerNotReady as exc:
+            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[])
         reports.append(entry)
     return reports
 
@@ -101,3 +102,59 @@ def compare_sites(reports, tolerance=0):
         comparison.append({'queue': name, 'message_counts': counts[name],
                            'in_sync': max(values) - min(values) <= tolerance})
     return comparison
+
+
+def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=None, max_backlog=None,
+                      settling=()):
+    """What keeps a datacentre from being healthy (an empty list when it is): every broker of it but ``absent``
+    answers and is started; exactly one is live (``live`` if given) and every other one is its backup, in sync
+    when the pair replicates its journal; the live broker's mirror links are connected, and so are the links of
+    the other datacentres' live brokers that lead here (``link_targets``: {(source datacentre, link name): target
+    datacentre}); no such link holds more than ``max_backlog`` events. An unreachable other datacentre is not a
+    problem here (it may be the one that is down): its links are not looked at. Neither are the links between
+    two datacentres when one of them is in ``settling`` (a broker there still runs settings it is about to
+    restart with, which its peers may no longer accept, as when the mirrors move to another CA)."""
+    problems = []
+    mine = [report for report in reports if report['datacentre'] == datacentre]
+    if not mine:
+        return ['no broker of %s was given' % datacentre]
+    present = [report for report in mine if report['name'] not in absent]
+    for report in present:
+        if not report.get('reachable'):
+            problems.append('%s does not answer (%s)' % (report['name'], report.get('error', 'unreachable')))
+        elif not report.get('started', True):
+            problems.append('%s is not started' % report['name'])
+    live_brokers = [report for report in present if report.get('live')]
+    if len(live_brokers) != 1:
+        problems.append('%s has %s live brokers (%s)' % (
+            datacentre, len(live_brokers), ', '.join(report['name'] for report in live_brokers) or 'none'))
+    elif live and live_brokers[0]['name'] != live:
+        problems.append('%s is live in %s, not %s' % (live_brokers[0]['name'], datacentre, live))
+    for report in present:
+        if report.get('live') or not report.get('reachable') or not report.get('started', True):
+            continue
+        if not report.get('backup'):
+            problems.append('%s is neither live nor a backup' % report['name'])
+        elif not report.get('shared_store') and not report.get('replica_sync'):
+            problems.append('%s is a backup not yet in sync with the live broker' % report['name'])
+    if len(live_brokers) == 1 and len(present) > 1 and not live_brokers[0].get('shared_store') \
+            and not live_brokers[0].get('replica_sync'):
+        problems.append('%s has no backup in sync' % live_brokers[0]['name'])
+
+    checked = []
+    for report in reports:
+        if not report.get('live'):
+            continue
+        for link in report.get('links', []):
+            target = (link_targets or {}).get((report['datacentre'], link['name']))
+            if set([report['datacentre'], target]) & set(settling):
+                continue
+            if report['datacentre'] == datacentre or target == datacentre:
+                checked.append((report, link))
+    for report, link in checked:
+        if not link.get('connected'):
+            problems.append('mirror %s of %s is not connected' % (link['name'], report['name']))
+        elif max_backlog is not None and link.get('backlog', 0) > max_backlog:
+            problems.append('mirror %s of %s holds %s events (at most %s wanted)'
+                            % (link['name'], report['name'], link['backlog'], max_backlog))
+    return problems

@@ -85,7 +85,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError, require_at_least)
+    ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
 
@@ -102,14 +102,13 @@ def look(params):
 
 
 def main():
-    argument_spec = dict(
-        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+    argument_spec = management_argument_spec()
+    argument_spec.update(
         source_datacentre=dict(type='str', required=True),
         tolerance=dict(type='int', default=0),
         timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
     )
-    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1, timeout=1, poll_interval=0.1, tolerance=0)

@@ -23,10 +23,17 @@ options:
     description: How many messages a queue's counts may differ between datacentres and still be in sync.
     type: int
     default: 0
+  queues:
+    description: Report the application queues (and compare them). V(false) reports brokers and links only.
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
     description: Reads only.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is nothing to show.
 author:
   - continuity.artemis developers (@continuity-artemis)
 '''
@@ -57,6 +64,12 @@ brokers:
     reachable: {description: Whether its management API answered., type: bool, returned: always}
     error: {description: Why it did not answer., type: str, returned: when not reachable}
     live: {description: Started and not a waiting backup., type: bool, returned: always}
+    backup: {description: The backup of its HA pair now., type: bool, returned: when reachable}
+    replica_sync:
+      description: A live broker has a backup that finished its initial synchronisation; a backup is in sync.
+      type: bool
+      returned: when reachable
+    shared_store: {description: Its HA pair shares one journal (shared_store)., type: bool, returned: when reachable}
     version: {description: Artemis version., type: str, returned: when reachable}
     links:
       description: Mirror broker connections, with C(name), C(started), C(connected) and C(backlog) (events in
@@ -85,17 +98,17 @@ backlog:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ManagementError, require_at_least)
+    ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
 
 
 def main():
-    argument_spec = dict(
-        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+    argument_spec = management_argument_spec()
+    argument_spec.update(
         tolerance=dict(type='int', default=0),
+        queues=dict(type='bool', default=True),
     )
-    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1, tolerance=0)
@@ -104,6 +117,8 @@ def main():
         reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
+    if not params['queues']:
+        reports = [dict(report, queues=[]) for report in reports]
     module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
                      backlog=sum(link['backlog'] for report in reports for link in report['links']))
 

@@ -73,6 +73,13 @@ options:
     type: list
     elements: str
     default: []
+  exempt_ports:
+    description:
+      - Ports whose connections a fence never closes (the mutual-TLS acceptor of incoming mirrors, which only the
+        other datacentres' brokers can reach; their connections carry the certificate's subject as user).
+    type: list
+    elements: int
+    default: []
   delivery_timeout:
     description:
       - "A fence pauses the groups' queues and waits up to this many seconds for the deliveries already in flight
@@ -147,7 +154,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BROKER_OPTIONS, MANAGEMENT_ARGUMENT_SPEC, ArtemisManagement, ManagementError, require_at_least)
+    ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
     PERMISSIONS, STAGED_PERMISSIONS, UNSTAGED_MATCHES, security_settings, staging_entry)
@@ -192,6 +199,14 @@ def let_deliveries_finish(client, queues, timeout):
         time.sleep(0.2)
 
 
+def is_exempt(connection, exempt_users, exempt_ports):
+    """Whether a fence leaves the connection open: every user of it is exempt (no user at all: the broker's own,
+    such as its HA pair's), or it came in on an exempt port (listConnections' localAddress, host:port)."""
+    users = set(user for user in (connection.get('users') or '').split(',') if user)
+    port = (connection.get('localAddress') or '').rpartition(':')[2]
+    return users <= set(exempt_users) or (port.isdigit() and int(port) in exempt_ports)
+
+
 def live_settings(client, matches):
     """{match: {permission: [roles]}} as the broker applies them now."""
     live = {}
@@ -209,8 +224,8 @@ def clients_may_act(settings, admin_role):
 
 
 def main():
-    argument_spec = dict(
-        brokers=dict(type='list', elements='dict', required=True, options=BROKER_OPTIONS),
+    argument_spec = management_argument_spec()
+    argument_spec.update(
         datacentre=dict(type='str', required=True),
         state=dict(type='str', required=True, choices=['active', 'passive']),
         address_groups=dict(type='list', elements='dict', required=True, options=dict(
@@ -223,10 +238,10 @@ def main():
         roles=dict(type='list', elements='dict', required=True),
         admin_role=dict(type='str', default='amq'),
         exempt_users=dict(type='list', elements='str', default=[]),
+        exempt_ports=dict(type='list', elements='int', default=[]),
         force=dict(type='bool', default=False),
         delivery_timeout=dict(type='int', default=30),
     )
-    argument_spec.update(MANAGEMENT_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1, delivery_timeout=0)
     params = module.params
@@ -255,8 +270,8 @@ def main():
             mine = broker['datacentre'] == params['datacentre']
             try:
                 live_broker = client.status()['live']
-            except ManagementError as exc:
-                if mine or ('unreachable' not in str(exc) and 'no answer within' not in str(exc)):
+            except BrokerUnreachable:
+                if mine:
                     raise
                 continue  # another site that does not answer cannot be active as far as we can tell
             if not live_broker:
@@ -270,9 +285,8 @@ def main():
             changes = sorted(match for match in desired if live[match] != desired[match])
             connections = []
             if params['state'] == 'passive':
-                exempt = set(params['exempt_users'])
                 connections = [c['connectionID'] for c in client.connections()
-                               if not set(u for u in (c.get('users') or '').split(',') if u) <= exempt]
+                               if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
             plan.append((broker, client, live, changes, connections))
     except ManagementError as exc:
         module.fail_json(msg=str(exc))

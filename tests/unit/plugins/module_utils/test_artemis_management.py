@@ -2,19 +2,17 @@
 replication helpers on known data."""
 
 import json
-import os
 import socket
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".collections"))
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (  # noqa: E402
-    ArtemisManagement, ManagementError, jolokia_endpoint, queue_mbean, require_at_least)
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (  # noqa: E402
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    ArtemisManagement, AuthenticationRefused, BrokerNotReady, BrokerUnreachable, ManagementError, MBeanNotFound,
+    jolokia_endpoint, queue_mbean, quote, require_at_least)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     compare_sites, is_application_queue)
 
 
@@ -71,13 +69,21 @@ def test_http_errors_say_what_to_fix(jolokia, status, expected):
     with pytest.raises(ManagementError, match=expected) as error:
         _client(jolokia).read("x:y=z", "A")
     assert "s3cret" not in str(error.value)
+    assert isinstance(error.value, AuthenticationRefused) == (status in (401, 403))
 
 
 def test_an_unknown_mbean_is_named(jolokia):
     jolokia.answer = (200, {"status": 404, "error_type": "javax.management.InstanceNotFoundException",
                             "error": "not found"})
-    with pytest.raises(ManagementError, match='broker b1 has no .*queue="orders"'):
+    with pytest.raises(MBeanNotFound, match='broker b1 has no .*queue="orders"'):
         _client(jolokia).read(queue_mbean("b1", "orders", "orders"), "MessageCount")
+
+
+def test_a_broker_that_is_not_started_is_told_apart(jolokia):
+    jolokia.answer = (200, {"status": 500, "error_type": "java.lang.IllegalStateException",
+                            "error": "java.lang.IllegalStateException : Broker is not started. It can not be managed yet"})
+    with pytest.raises(BrokerNotReady, match="broker b1 is not started"):
+        _client(jolokia).read("x:y=z", "Started")
 
 
 def test_an_unreachable_broker_is_named():
@@ -85,14 +91,41 @@ def test_an_unreachable_broker_is_named():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     client = ArtemisManagement("b9", "http://127.0.0.1:%d" % port, "admin", "pw")
-    with pytest.raises(ManagementError, match="broker b9 is unreachable at http://127.0.0.1:%d" % port):
+    with pytest.raises(BrokerUnreachable, match="broker b9 is unreachable at http://127.0.0.1:%d" % port):
         client.read("x:y=z", "A")
 
 
 def test_a_slow_broker_times_out(jolokia):
     jolokia.answer = ("sleep", 3)
-    with pytest.raises(ManagementError, match="no answer within 1s"):
+    with pytest.raises(BrokerUnreachable, match="no answer within 1s"):
         _client(jolokia, timeout=1).read("x:y=z", "A")
+
+
+def test_plain_http_on_a_tls_port_is_not_taken_for_a_broker_that_is_down():
+    """An http:// URL at an https port gets TLS bytes back: a configuration error, not 'unreachable'."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def answer_like_tls():
+            connection = listener.accept()[0]
+            connection.recv(4096)
+            connection.sendall(b"\x15\x03\x03\x00\x02\x02\x50")
+            connection.close()
+        threading.Thread(target=answer_like_tls, daemon=True).start()
+        client = ArtemisManagement("b1", "http://127.0.0.1:%d" % port, "admin", "pw")
+        with pytest.raises(ManagementError, match="did not answer HTTP") as error:
+            client.read("x:y=z", "A")
+    assert not isinstance(error.value, BrokerUnreachable)
+
+
+def test_object_name_values_are_quoted_as_java_does():
+    """Artemis names MBeans with ObjectName.quote: a queue 'a?b*c"d' must be addressed exactly."""
+    assert quote('a?b*c"d\\e\nf') == '"a\\?b\\*c\\"d\\\\e\\nf"'
+    assert queue_mbean("b1", "x?", 'q*"') == (
+        'org.apache.activemq.artemis:broker="b1",component=addresses,address="x\\?",subcomponent=queues,'
+        'routing-type="anycast",queue="q\\*\\""')
 
 
 def test_endpoint_and_origin():

@@ -1,0 +1,73 @@
+"""What keeps a datacentre from being healthy (artemis_health, the rolling restart's gate), on known reports."""
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import assess_datacentre
+
+
+def _broker(name, datacentre, live, backup=False, replica_sync=True, shared_store=False, links=(), **extra):
+    return dict({"name": name, "datacentre": datacentre, "reachable": True, "started": True, "live": live,
+                 "backup": backup, "replica_sync": replica_sync, "shared_store": shared_store,
+                 "links": [{"name": link, "connected": connected, "backlog": backlog}
+                           for link, connected, backlog in links]}, **extra)
+
+
+def _pair(primary_live=True, backup_sync=True, links=(("dc2_all", True, 0),)):
+    return [_broker("a1", "dc1", primary_live, backup=not primary_live, links=links if primary_live else ()),
+            _broker("a2", "dc1", not primary_live, backup=primary_live, replica_sync=backup_sync,
+                    links=() if primary_live else links)]
+
+
+TARGETS = {("dc1", "dc2_all"): "dc2", ("dc2", "dc1_all"): "dc1"}
+
+
+def test_a_pair_with_a_live_broker_and_a_backup_in_sync_is_healthy():
+    assert assess_datacentre(_pair(), "dc1") == []
+    assert assess_datacentre(_pair(), "dc1", live="a1") == []
+
+
+def test_a_backup_out_of_sync_or_the_wrong_live_broker_is_named():
+    assert assess_datacentre(_pair(backup_sync=False), "dc1") == [
+        "a2 is a backup not yet in sync with the live broker"]
+    assert assess_datacentre(_pair(primary_live=False), "dc1", live="a1") == ["a2 is live in dc1, not a1"]
+
+
+def test_an_absent_broker_is_not_required_but_one_live_broker_is():
+    reports = _pair()
+    reports[0].update(reachable=False, live=False, error="refused", links=[])
+    assert "a1 does not answer (refused)" in assess_datacentre(reports, "dc1")
+    # Stopped on purpose: its backup has not taken over yet, then it has.
+    assert assess_datacentre(reports, "dc1", absent=["a1"]) == ["dc1 has 0 live brokers (none)"]
+    reports[1].update(live=True, backup=False, replica_sync=False)
+    assert assess_datacentre(reports, "dc1", absent=["a1"]) == []
+
+
+def test_a_shared_store_backup_needs_no_replica_sync():
+    reports = [_broker("s1", "dc1", True, shared_store=True, replica_sync=False),
+               _broker("s2", "dc1", False, backup=True, shared_store=True, replica_sync=False)]
+    assert assess_datacentre(reports, "dc1") == []
+
+
+def test_two_live_brokers_in_one_pair_are_a_problem():
+    reports = _pair()
+    reports[1].update(live=True, backup=False)
+    assert assess_datacentre(reports, "dc1") == ["dc1 has 2 live brokers (a1, a2)"]
+
+
+def test_links_out_of_and_into_the_datacentre_must_be_connected_and_caught_up():
+    reports = _pair(links=(("dc2_all", True, 5000),)) + [_broker("b1", "dc2", True, links=(("dc1_all", False, 0),))]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == ["mirror dc1_all of b1 is not connected"]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, max_backlog=1000) == [
+        "mirror dc2_all of a1 holds 5000 events (at most 1000 wanted)", "mirror dc1_all of b1 is not connected"]
+    # Without the estate model only the datacentre's own links are known.
+    assert assess_datacentre(reports, "dc1") == []
+
+
+def test_links_to_a_datacentre_that_still_waits_for_a_restart_do_not_count_yet():
+    reports = _pair(links=(("dc2_all", False, 900),)) + [_broker("b1", "dc2", True, links=(("dc1_all", False, 0),))]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, settling=["dc2"]) == []
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, settling=["dc1"]) == []
+    assert len(assess_datacentre(reports, "dc1", link_targets=TARGETS, settling=["dc3"])) == 2
+
+
+def test_an_unreachable_other_datacentre_is_not_held_against_this_one():
+    reports = _pair() + [{"name": "b1", "datacentre": "dc2", "reachable": False, "live": False, "links": []}]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == []
