@@ -15,7 +15,7 @@ import threading
 import time
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, ManagementError)
+    ArtemisManagement, BrokerNotReady, BrokerUnreachable)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 
 from continuity_rpo.config import command_line
@@ -39,9 +39,7 @@ def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[str]]
         client = ArtemisManagement.from_params(broker, config["management"])
         try:
             report = broker_report(client)
-        except ManagementError as exc:
-            if "unreachable" not in str(exc) and "no answer within" not in str(exc):
-                raise
+        except (BrokerUnreachable, BrokerNotReady):
             silent.append(broker["name"])
             continue
         where = {"time": now, "broker": broker["name"], "datacentre": broker["datacentre"]}

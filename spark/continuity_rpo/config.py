@@ -85,7 +85,8 @@ def load_config(path: str) -> dict:
                     raise ConfigError(f"{where}: datacentre {datacentre!r} has no broker in brokers "
                                       f"(datacentres: {', '.join(sorted(datacentres))})")
         config["probes"] = {"interval": float(probes.get("interval", 1)), "routes": routes,
-                            "user": _require(probes, "user", "probes."), "password": _secret(probes, "probes.")}
+                            "user": _require(probes, "user", "probes."), "password": _secret(probes, "probes."),
+                            "ca_path": config["management"]["ca_path"]}
     return config
 
 

@@ -19,8 +19,8 @@ import time
 import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, ManagementError)
-from proton import Data, Message, symbol
+    ArtemisManagement, ManagementError, MBeanNotFound)
+from proton import Data, Message, SSLDomain, symbol
 from proton.reactor import SenderOption
 from proton.utils import BlockingConnection
 
@@ -40,6 +40,17 @@ class AnycastTarget(SenderOption):
         capabilities.enter()
         capabilities.put_symbol(symbol("queue"))
         capabilities.exit()
+
+
+def ssl_domain(url: str, ca_path: str | None) -> SSLDomain | None:
+    """For amqps: verify the broker's certificate and host name, against ``ca_path`` when given."""
+    if not url.startswith("amqps://"):
+        return None
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    if ca_path:
+        domain.set_trusted_ca_db(ca_path)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    return domain
 
 
 class Route:
@@ -62,10 +73,13 @@ class Route:
             return self.sender
         errors = []
         for broker in self.brokers[self.source]:
+            url = broker["amqp_url"]
             try:
-                self.connection = BlockingConnection(broker["amqp_url"], timeout=5, user=probes["user"],
+                # PLAIN over plain AMQP only where the broker has no TLS acceptor for clients (amqps otherwise).
+                self.connection = BlockingConnection(url, timeout=5, user=probes["user"],
                                                      password=probes["password"], allowed_mechs="PLAIN",
-                                                     allow_insecure_mechs=True,
+                                                     allow_insecure_mechs=not url.startswith("amqps://"),
+                                                     ssl_domain=ssl_domain(url, probes.get("ca_path")),
                                                      container_id=f"continuity-prober-{self.prefix}")
                 self.sender = self.connection.create_sender(self.address, options=AnycastTarget())
                 return self.sender
@@ -106,9 +120,11 @@ class Route:
             client = ArtemisManagement.from_params(broker, management)
             try:
                 messages = client.list_messages(self.address, self.address, f"{PROBE_PROPERTY} IS NOT NULL")
-            except ManagementError as exc:
+            except MBeanNotFound:
                 # No such queue: not replicated there yet, or a waiting backup (the live one may have it).
-                answered = answered or "has no org.apache" in str(exc)
+                answered = True
+                continue
+            except ManagementError:
                 continue
             return {message.get(PROBE_PROPERTY) for message in messages}
         return set() if answered else None
