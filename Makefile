@@ -4,6 +4,10 @@ SHELL := /bin/bash
 
 ARTEMIS_VERSION := 2.56.0
 ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(ARTEMIS_VERSION)-bin.tar.gz
+# The release the upgrade drill starts from: the newest earlier one Maven Central has here (groupId of the
+# ActiveMQ days; the broker role checks its SHA-512).
+PREVIOUS_ARTEMIS_VERSION := 2.44.0
+PREVIOUS_ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(PREVIOUS_ARTEMIS_VERSION)-bin.tar.gz
 # The unpacked distribution: its command-line client for the demo, its brokers for the unit tests.
 export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION)
 TOXIPROXY_VERSION := v2.12.0
@@ -18,18 +22,20 @@ PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 # python3-pip and a compiler: the offline rpo_job test builds a wheelhouse with the system Python (the test-bed
 # nodes' version).
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper \
-	openjdk-17-jre-headless prometheus python3-pip gcc python3-dev libssl-dev
+	openjdk-17-jre-headless prometheus python3-pip gcc python3-dev libssl-dev libxml2-utils
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration molecule testbed-up testbed-down clean bench-rpo role-docs
+.PHONY: help setup demo test lint sanity unit integration molecule testbed-up testbed-down clean bench-rpo role-docs \
+	drills
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint, sanity, unit and integration tests, and the Molecule scenarios"
+	@echo "make drills  the long drills (rolling restart and upgrade of a 2 x 2 estate under load); figures in tests/drills/results"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
 
@@ -51,6 +57,11 @@ $(VENV)/.installed: requirements-dev.txt spark/requirements.txt
 $(ARTEMIS_ARCHIVE):
 	@mkdir -p $(dir $@)
 	mvn -q dependency:copy -Dartifact=org.apache.artemis:apache-artemis:$(ARTEMIS_VERSION):tar.gz:bin \
+	  -DoutputDirectory=$(CURDIR)/$(dir $@)
+
+$(PREVIOUS_ARTEMIS_ARCHIVE):
+	@mkdir -p $(dir $@)
+	mvn -q dependency:copy -Dartifact=org.apache.activemq:apache-artemis:$(PREVIOUS_ARTEMIS_VERSION):tar.gz:bin \
 	  -DoutputDirectory=$(CURDIR)/$(dir $@)
 
 $(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)
@@ -115,6 +126,11 @@ molecule: setup
 	  extensions/molecule/replication/converge.yml extensions/molecule/replication/verify.yml
 
 test: lint sanity unit integration molecule
+
+# Drills that take minutes, not part of make test: each builds its own test bed and writes its figures to
+# tests/drills/results/ (committed with the runs that produced them).
+drills: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
+	pytest tests/drills
 
 # The RPO/RTO job on generated telemetry in Spark local mode (not part of make test): make bench-rpo ROWS=10000000
 ROWS ?= 1000000
