@@ -6,7 +6,7 @@ import shutil
 import pytest
 import yaml
 
-from support.estate import TESTBED_INVENTORY, run_playbook, generated_secrets
+from support.estate import REPO_ROOT, TESTBED_INVENTORY, run_playbook, generated_secrets
 
 
 def _load(path):
@@ -54,8 +54,21 @@ def _missing_admin_password(hosts, all_vars):
     del all_vars["broker_admin_password"]
 
 
-def _empty_replication_password(hosts, all_vars):
+def _empty_replication_password_without_tls(hosts, all_vars):
+    all_vars["replication_tls"] = False
     all_vars["replication_password"] = ""
+
+
+def _no_pki(hosts, all_vars):
+    del all_vars["replication_tls_pki_dir"]
+
+
+def _pki_inside_the_collection(hosts, all_vars):
+    all_vars["replication_tls_pki_dir"] = os.path.join(REPO_ROOT, "inventories", "testbed", "pki")
+
+
+def _downgrade(hosts, all_vars):
+    all_vars["broker_version"] = "2.44.0"
 
 
 def _user_without_password(hosts, all_vars):
@@ -162,7 +175,10 @@ CASES = {
     "unknown datacentre name": (_unknown_dc, ["replication_datacentres", "dc9"]),
     "active datacentre not listed": (_active_dc_unknown, ["replication_active_datacentre", "dc7"]),
     "missing admin password": (_missing_admin_password, ["broker_admin_password"]),
-    "empty replication password": (_empty_replication_password, ["replication_password"]),
+    "empty replication password without TLS": (_empty_replication_password_without_tls, ["replication_password"]),
+    "no PKI named": (_no_pki, ["replication_tls_pki_dir", "replication_tls_ca_cert"]),
+    "PKI inside the collection": (_pki_inside_the_collection, ["replication_tls_pki_dir", "inside the collection"]),
+    "Artemis downgrade": (_downgrade, ["broker_version 2.44.0", "Artemis 2.56.0", "downgrade"]),
     "user without password": (_user_without_password, ["password", "broker_users"]),
     "duplicate broker name": (_duplicate_broker_name, ["broker_name", "same-name"]),
     "HA layout on a one-host datacentre": (_pair_layout_on_one_host, ["replication_layout", "shared_nothing"]),
@@ -192,9 +208,9 @@ CASES = {
 
 
 def _fingerprint(estate):
-    """What a run would change on the hosts: the broker configuration files."""
+    """What a run would change on the hosts: the broker configuration, in use and prepared."""
     return {node.name: estate.exec(node.name, "sh", "-c",
-                                   "sha256sum /var/opt/artemis/*/etc/*.xml /var/opt/artemis/*/etc/*.properties")
+                                   "find /var/opt/artemis/*/etc -type f | sort | xargs sha256sum")
             for node in estate.nodes}
 
 

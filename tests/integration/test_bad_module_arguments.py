@@ -41,7 +41,7 @@ def _unreachable_broker(estate):
     arguments = _site_arguments(estate)
     dc2 = estate.dc("dc2")
     # A port nothing listens on, on the real host: dc2's broker "is down".
-    arguments["brokers"] = [dict(broker, management_url=f"http://{dc2.address}:8999")
+    arguments["brokers"] = [dict(broker, management_url=f"https://{dc2.address}:8999")
                             if broker["name"] == dc2.name else broker for broker in arguments["brokers"]]
     return "artemis_site", dict(arguments, request_timeout=2)
 
@@ -82,7 +82,7 @@ CASES = {
     "unknown state": (_wrong_state, ["state", "half"]),
     "unknown datacentre": (_unknown_datacentre, ["dc9"]),
     "unknown group": (_unknown_group, ["nope"]),
-    "wrong password": (_wrong_password, ["refused management_user 'app'", "wrong user or password"]),
+    "wrong password": (_wrong_password, ["refused management_user 'admin'", "wrong user or password"]),
     "unreachable broker": (_unreachable_broker, ["dc2-node1", "unreachable"]),
     "missing password": (_missing_password, ["management_password"]),
     "broker without a datacentre": (_broker_without_datacentre, ["datacentre", "brokers"]),

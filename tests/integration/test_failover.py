@@ -51,8 +51,7 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
             producer.stop()
             accepted = set(producer.accepted_ids())
             # Everything dc2 received is consumed; what dc1 had not replicated is stranded there for now.
-            amqp.wait_for(lambda: amqp.queue_message_count(dc2.management_url, dc2.user, dc2.password, dc2.name,
-                                                           queue), lambda count: count == 0, timeout=60)
+            amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60)
             time.sleep(2)
             stranded = accepted - set(consumer.accepted_ids())
             estate.record_timing("failover.accepted_msgs", len(accepted))

@@ -68,8 +68,8 @@ def _why_missing(queue, producer, accepted, backup, dc2):
             + ", ".join(f"{i} (accepted on connection {records[i].connection}, on dc1's backup: {i in on_backup})"
                         for i in missing[:20])
             + f"; backup mirror {connection} connected="
-            f"{amqp.broker_connection_connected(backup.management_url, backup.user, backup.password, backup.name, connection)}"
-            f", backlog={amqp.mirror_backlog(backup.management_url, backup.user, backup.password, backup.name, connection)}"
+            f"{backup.link(connection)['connected']}"
+            f", backlog={backup.link(connection)['backlog']}"
             f"; producer {producer.stats()}")
 
 
@@ -90,7 +90,7 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     # dc2 (seen twice in CI: the producer's first id missing on dc2, present on dc1's backup, mirror connected with
     # no backlog). The queue is created first so that this drill measures the loss of the primary alone.
     first = amqp.send(primary.amqp_url, primary.user, primary.password, queue, 1, id_prefix=f"{queue}-first")
-    amqp.wait_for(lambda: amqp.queue_names(dc2.management_url, dc2.user, dc2.password, dc2.name),
+    amqp.wait_for(dc2.queue_names,
                   lambda names: queue in names, timeout=60)
     time.sleep(2)
     estate.record_timing(f"{layout}.first_message_of_new_queue_on_dc2",

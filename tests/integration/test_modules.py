@@ -11,7 +11,7 @@ def test_replication_info_reports_links_backlog_and_queues_per_site(estate):
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"info.{uuid.uuid4().hex[:8]}"
     amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 40)
-    amqp.wait_for(lambda: amqp.queue_message_count(dc2.management_url, dc2.user, dc2.password, dc2.name, queue),
+    amqp.wait_for(lambda: dc2.message_count(queue),
                   lambda count: count == 40, timeout=60)
 
     result, output = run_module("artemis_replication_info", estate.management_args(), timeout=120)
@@ -53,7 +53,7 @@ def test_wrong_credentials_and_unknown_datacentre_are_named_and_secrets_stay_out
     wrong = dict(estate.management_args([dc1]), management_password="not-the-password")
     result, output = run_module("artemis_replication_info", wrong)
     assert result.get("failed")
-    assert f"broker {dc1.name} refused management_user '{dc1.user}'" in result["msg"]
+    assert f"broker {dc1.name} refused management_user '{dc1.admin_user}'" in result["msg"]
     assert "wrong user or password" in result["msg"]
     assert "not-the-password" not in output
 
@@ -66,7 +66,7 @@ def test_an_unreachable_broker_is_reported_not_fatal_for_info(estate):
     args = estate.management_args()
     # A port nothing listens on, on a real test bed host: the broker "is down".
     args["brokers"].append({"name": "gone", "datacentre": "dc9",
-                            "management_url": f"http://{estate.dc('dc1').address}:8999"})
+                            "management_url": f"https://{estate.dc('dc1').address}:8999"})
     result, output = run_module("artemis_replication_info", dict(args, request_timeout=2))
     assert not result.get("failed"), output[-3000:]
     gone = next(broker for broker in result["brokers"] if broker["name"] == "gone")

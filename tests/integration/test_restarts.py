@@ -1,8 +1,10 @@
-"""The broker restarts only for settings Artemis cannot reload; everything else is reloaded in place."""
+"""The broker restarts only for settings Artemis cannot reload, and then one broker at a time (site.yml's rolling
+restart); everything else is reloaded in place."""
 
 import json
 import shutil
 
+import yaml
 
 from support import amqp
 from support.estate import TESTBED_INVENTORY, run_playbook
@@ -22,7 +24,7 @@ def test_reloadable_change_keeps_the_broker_running_and_takes_effect(converged_b
     _site({"broker_addresses": [{"name": "reload.check"}]})
 
     assert estate.broker_pids(dc1) == pid
-    amqp.wait_for(lambda: amqp.queue_names(dc1.management_url, dc1.user, dc1.password, dc1.name),
+    amqp.wait_for(dc1.queue_names,
                   lambda names: "reload.check" in names, timeout=60)
 
 
@@ -42,3 +44,23 @@ def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(converg
     assert estate.broker_pids(dc1) != pids[dc1.name]
     assert estate.broker_pids(dc2) == pids[dc2.name]
     assert result.recap()[dc2.name]["changed"] == 0
+
+
+def test_a_change_that_needs_a_restart_restarts_one_broker_at_a_time_and_says_what_clients_lose(converged_back):
+    """Both datacentres own a group here (dc1 `all`, dc2 `east`) and have one broker each: they restart one after
+    the other, in inventory order, and the play says that their clients lose them meanwhile."""
+    estate = converged_back
+    pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
+
+    result = _site({"broker_java_max_heap": "500m"})
+
+    assert all(estate.broker_pids(node) != pids[node.name] for node in estate.nodes)
+    summary = result.output[result.output.rindex("TASK [Summarise what was restarted, in order]"):]
+    restarted = yaml.safe_load(summary[summary.index("msg:"):summary.index("PLAY RECAP")])["msg"]
+    assert [entry["broker"] for entry in restarted] == [node.name for node in estate.nodes]
+    assert all(entry["why"] == "changed artemis.profile" for entry in restarted)
+    first, second = restarted
+    assert float(first["finished"]) <= float(second["started"]), "two datacentres restarted at the same time"
+    for node in estate.nodes:
+        assert f"the only broker of {node.dc}" in result.output and "its clients lose it" in result.output
+    estate.record_timing("rolling_restart_2x1_s", float(second["finished"]) - float(first["started"]))

@@ -28,11 +28,9 @@ def _inventory(tmp_path, estate):
     """The test bed's inventory plus the controller as the measurement host (cron: no systemd here)."""
     target = tmp_path / "inventory"
     shutil.copytree(TESTBED_INVENTORY, target)
-    node = estate.dc("dc1")
     with open(target / "rpo.yml", "w") as handle:
         yaml.safe_dump({"rpo_job": {"hosts": {"localhost": {
             "ansible_connection": "local", "ansible_python_interpreter": "/usr/bin/python3",
-            "rpo_job_probe_user": node.user, "rpo_job_probe_password": node.password,
             "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2,
             "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}}}}},
             handle)

@@ -1,23 +1,35 @@
 """site.yml builds real brokers in simulated datacentres; dc1 (active) replicates messages, acknowledgements and
 queue creation to every other datacentre (two in the default run, three in the systemd run)."""
 
+import os
+import shutil
 import time
 import uuid
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import queue_mbean
 from support import amqp
-from support.estate import run_playbook, generated_secrets
+from support.estate import TESTBED_INVENTORY, generated_secrets, run_playbook
 
 
-def test_site_converges_and_a_second_run_changes_nothing(estate):
+def test_a_second_run_from_a_fresh_copy_of_the_inventory_changes_and_restarts_nothing(estate, tmp_path):
+    """As under AWX or Automation Controller, where each job gets a new temporary copy of the inventory: the PKI is
+    kept outside it (replication_tls_pki_dir), so nothing is generated again, changed or restarted."""
+    pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
+    job_inventory = tmp_path / "job-inventory"
+    shutil.copytree(TESTBED_INVENTORY, job_inventory)
     started = time.monotonic()
-    result = run_playbook("site.yml")
+    result = run_playbook("site.yml", inventory=str(job_inventory))
     estate.record_timing("site_idempotent_rerun_s", time.monotonic() - started)
     assert result.rc == 0, result.output[-6000:]
     recap = result.recap()
     # Every broker, and the controller that activates each address group at its owner.
     assert set(recap) == {node.name for node in estate.nodes} | {"localhost"}
-    assert all(counters["changed"] == 0 and counters["failed"] == 0 for counters in recap.values()), recap
-    assert not [secret for secret in generated_secrets() if secret in result.output], "a password was logged"
+    assert all(counters["changed"] == 0 and counters["failed"] == 0 for counters in recap.values()), \
+        (recap, result.changed_tasks())
+    assert {node.name: estate.broker_pids(node) for node in estate.nodes} == pids
+    assert not os.path.exists(job_inventory / "pki")
+    assert "no broker needed a restart" in result.output
+    assert not [secret for secret in generated_secrets() if secret in result.output], "a password or key was logged"
 
 
 def _queue(prefix="it"):
@@ -29,7 +41,7 @@ def _browse(node, queue):
 
 
 def _count(node, queue):
-    return amqp.queue_message_count(node.management_url, node.user, node.password, node.name, queue)
+    return node.message_count(queue)
 
 
 def test_persistent_messages_sent_to_dc1_appear_on_every_passive_dc_identically(estate):
@@ -78,12 +90,12 @@ def test_queue_created_at_runtime_on_dc1_appears_on_every_passive_dc_and_replica
     dc1, passives = estate.dc("dc1"), estate.passive()
     queue = _queue("runtime")
     for node in passives:
-        assert queue not in amqp.queue_names(node.management_url, node.user, node.password, node.name)
+        assert queue not in node.queue_names()
 
     ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50)  # auto-created on first send
 
     for node in passives:
-        amqp.wait_for(lambda node=node: amqp.queue_names(node.management_url, node.user, node.password, node.name),
+        amqp.wait_for(node.queue_names,
                       lambda names: queue in names, timeout=60)
         copies = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue),
                                lambda messages: len(messages) >= len(ids), timeout=60)
@@ -100,15 +112,14 @@ def test_messages_only_group_lets_every_dc_consume_its_own_copy_exactly_once(est
 
     on_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, len(ids), timeout=60)
     assert sorted(m.id for m in on_dc1) == sorted(ids)
-    amqp.wait_for(lambda: amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2_inflow"),
+    amqp.wait_for(lambda: dc1.link("dc2_inflow")["backlog"],
                   lambda events: events == 0, timeout=60)
     for node in passives:
         assert _count(node, queue) == len(ids), f"acknowledgements on dc1 removed messages on {node.dc}"
         on_passive = amqp.receive(node.amqp_url, node.user, node.password, queue, len(ids), timeout=60)
         assert sorted(m.id for m in on_passive) == sorted(ids), node.dc
 
-    added_on_dc1 = amqp.jolokia_read(dc1.management_url, dc1.user, dc1.password,
-                                     amqp.queue_mbean(dc1.name, queue, queue, "anycast"), "MessagesAdded")
+    added_on_dc1 = dc1.management().read(queue_mbean(dc1.name, queue, queue), "MessagesAdded")
     assert (added_on_dc1, _count(dc1, queue)) == (len(ids), 0), "a message came back to dc1"
 
 

@@ -44,7 +44,7 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
     queue = f"staged.{uuid.uuid4().hex[:8]}"
 
     def count_on(node):
-        return amqp.queue_message_count(node.management_url, node.user, node.password, node.name, queue)
+        return node.message_count(queue)
 
     sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, MESSAGES)
     amqp.wait_for(lambda: count_on(dc2), lambda count: count == MESSAGES, timeout=60)

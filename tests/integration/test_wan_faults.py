@@ -22,7 +22,7 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     time.sleep(2)
     estate.testbed("partition", "dc1", "dc2")
     time.sleep(PARTITION_SECONDS)
-    backlog = amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2_all")
+    backlog = dc1.link("dc2_all")["backlog"]
     assert backlog > 0, "while partitioned, dc1 must hold the events in its store-and-forward queue"
     estate.testbed("heal")
     healed = time.monotonic()
@@ -38,7 +38,7 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
                            lambda messages: len(messages) >= len(accepted), timeout=180)
     estate.record_timing(f"partition_{delay_ms}ms_catch_up_s", time.monotonic() - started)
     estate.record_timing(f"partition_{delay_ms}ms_producer_rate_msg_s", stats["rate"])
-    amqp.wait_for(lambda: amqp.mirror_backlog(dc1.management_url, dc1.user, dc1.password, dc1.name, "dc2_all"),
+    amqp.wait_for(lambda: dc1.link("dc2_all")["backlog"],
                   lambda events: events == 0, timeout=120)
     estate.record_timing(f"partition_{delay_ms}ms_backlog_at_heal_events", backlog)
     estate.record_timing(f"partition_{delay_ms}ms_backlog_drained_s", time.monotonic() - healed)

@@ -1,8 +1,9 @@
-"""AMQP 1.0 and Jolokia test-client helpers for Apache Artemis.
+"""AMQP 1.0 test-client helpers for Apache Artemis.
 
 Used by the unit and integration tests of the continuity.artemis collection to
-put messages on brokers, look at them, take them off again, keep a steady load
-running across a swapover, and read broker state over Jolokia.
+put messages on brokers, look at them, take them off again and keep a steady load
+running across a swapover. Broker state comes from the collection's own
+management client (``Node.management()`` in support/estate.py).
 
 Everything here talks to a real broker. AMQP uses python-qpid-proton's blocking
 API (``proton.utils.BlockingConnection``); each function opens its own
@@ -26,15 +27,11 @@ separately and never appear in error messages.
 
 from __future__ import annotations
 
-import base64
 import collections
 import itertools
-import json
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -55,7 +52,6 @@ __all__ = [
     "AmqpError",
     "SendError",
     "ReceiveError",
-    "JolokiaError",
     "ReceivedMessage",
     "ProducerRecord",
     "ConsumerRecord",
@@ -65,19 +61,6 @@ __all__ = [
     "Producer",
     "Consumer",
     "wait_for",
-    "jolokia_request",
-    "jolokia_read",
-    "jolokia_exec",
-    "jolokia_search",
-    "broker_mbean",
-    "address_mbean",
-    "queue_mbean",
-    "broker_connection_mbean",
-    "queue_message_count",
-    "queue_names",
-    "mirror_snf_queue_name",
-    "mirror_backlog",
-    "broker_connection_connected",
 ]
 
 
@@ -114,19 +97,6 @@ class ReceiveError(AmqpError):
     def __init__(self, message: str, received: list["ReceivedMessage"]):
         super().__init__(message)
         self.received = received
-
-
-class JolokiaError(Exception):
-    """A Jolokia request failed (HTTP error, or a Jolokia error status)."""
-
-    def __init__(self, message: str, http_status: int | None = None,
-                 jolokia_status: int | None = None, error_type: str | None = None,
-                 error: str | None = None):
-        super().__init__(message)
-        self.http_status = http_status
-        self.jolokia_status = jolokia_status
-        self.error_type = error_type
-        self.error = error
 
 
 @dataclass(frozen=True)
@@ -659,11 +629,14 @@ class _Worker(threading.Thread):
                                  f"{timeout}s; last event: {last}")
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Ask the thread to finish and wait for it."""
+        """Ask the thread to finish and wait for it; a thread that crashed makes this raise, so that the test that
+        ran it fails instead of comparing what little it recorded."""
         self._stop_event.set()
         self.join(timeout)
         if self.is_alive():
             raise AssertionError(f"{self.name} did not stop within {timeout}s")
+        if self.error is not None:
+            raise AssertionError(f"{self.name} crashed: {self.error!r}") from self.error
 
     def __enter__(self):
         self.start()
@@ -1077,177 +1050,3 @@ def wait_for(probe: Callable[[], Any], *args: Any, timeout: float | None = None,
             raise AssertionError(f"timed out after {timeout}s ({attempts} tries) waiting for "
                                  f"{what}; {seen}") from last_exc
         time.sleep(min(interval, max(deadline - time.monotonic(), 0)))
-
-
-# --------------------------------------------------------------------------
-# Jolokia
-# --------------------------------------------------------------------------
-
-
-def _jolokia_endpoint(management_url: str) -> tuple[str, str]:
-    """(endpoint URL, Origin header) for a management URL.
-
-    ``management_url`` is either the web server root (``http://host:8161``),
-    to which ``/console/jolokia`` is added, or a full Jolokia URL.
-    """
-    parts = urllib.parse.urlsplit(management_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {management_url!r}")
-    path = parts.path.rstrip("/")
-    if "jolokia" not in path:
-        path = f"{path}/console/jolokia"
-    host = parts.hostname
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    endpoint = urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
-    origin = f"{parts.scheme}://{netloc}"
-    return endpoint, origin
-
-
-def jolokia_request(management_url: str, user: str, password: str, request: Mapping[str, Any],
-                    *, timeout: float = 10.0, origin: str | None = None) -> Any:
-    """POST one Jolokia request (a dict) and return its ``value``.
-
-    Sends JSON with Basic auth and an ``Origin`` header made from the
-    management URL's scheme, host and port (Artemis's Jolokia refuses requests
-    whose Origin does not match ``jolokia-access.xml``, and requests without
-    ``Content-Type: application/json`` once an Origin is present). Raises
-    :class:`JolokiaError` showing the HTTP status or the Jolokia error.
-    """
-    endpoint, default_origin = _jolokia_endpoint(management_url)
-    body = json.dumps(dict(request)).encode()
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    http_request = urllib.request.Request(endpoint, data=body, method="POST", headers={
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "Authorization": f"Basic {token}",
-        "Origin": origin or default_origin,
-    })
-    what = f"Jolokia {request.get('type')} {request.get('mbean', '')} " \
-           f"{request.get('attribute') or request.get('operation') or ''}".strip()
-    try:
-        with urllib.request.urlopen(http_request, timeout=timeout) as response:
-            raw = response.read()
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        text = exc.read().decode("utf-8", "replace")[:500]
-        raise JolokiaError(f"{what} at {endpoint}: HTTP {exc.code} {exc.reason}: {text}",
-                           http_status=exc.code) from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise JolokiaError(f"{what} at {endpoint}: {exc}") from exc
-    try:
-        answer = json.loads(raw)
-    except ValueError as exc:
-        raise JolokiaError(f"{what} at {endpoint}: HTTP {status}, not JSON: {raw[:300]!r}",
-                           http_status=status) from exc
-    if not isinstance(answer, dict):
-        raise JolokiaError(f"{what} at {endpoint}: unexpected answer {answer!r:.300}",
-                           http_status=status)
-    if answer.get("status") != 200:
-        raise JolokiaError(
-            f"{what} at {endpoint}: Jolokia status {answer.get('status')}: "
-            f"{answer.get('error_type')}: {answer.get('error')}",
-            http_status=status, jolokia_status=answer.get("status"),
-            error_type=answer.get("error_type"), error=answer.get("error"))
-    return answer.get("value")
-
-
-def jolokia_read(management_url: str, user: str, password: str, mbean: str,
-                 attribute: str | Sequence[str] | None = None, **kwargs) -> Any:
-    """Read one attribute (or a list of them, or all when ``None``) of an MBean."""
-    request: dict[str, Any] = {"type": "read", "mbean": mbean}
-    if attribute is not None:
-        request["attribute"] = attribute if isinstance(attribute, str) else list(attribute)
-    return jolokia_request(management_url, user, password, request, **kwargs)
-
-
-def jolokia_exec(management_url: str, user: str, password: str, mbean: str, operation: str,
-                 *arguments: Any, **kwargs) -> Any:
-    """Invoke an MBean operation. For overloaded operations give the
-    signature, e.g. ``"getQueueNames(java.lang.String)"``."""
-    request = {"type": "exec", "mbean": mbean, "operation": operation,
-               "arguments": list(arguments)}
-    return jolokia_request(management_url, user, password, request, **kwargs)
-
-
-def jolokia_search(management_url: str, user: str, password: str, pattern: str,
-                   **kwargs) -> list[str]:
-    """MBean names matching an ObjectName pattern (e.g. ``org.apache.activemq.artemis:*``)."""
-    return list(jolokia_request(management_url, user, password,
-                                {"type": "search", "mbean": pattern}, **kwargs) or [])
-
-
-def _quote(value: str) -> str:
-    """ObjectName.quote(): Artemis quotes every key value of its MBean names."""
-    out = []
-    for ch in value:
-        if ch in '"*?\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def broker_mbean(broker_name: str) -> str:
-    return f"org.apache.activemq.artemis:broker={_quote(broker_name)}"
-
-
-def address_mbean(broker_name: str, address: str) -> str:
-    return f"{broker_mbean(broker_name)},component=addresses,address={_quote(address)}"
-
-
-def queue_mbean(broker_name: str, address: str, queue: str | None = None,
-                routing_type: str = "anycast") -> str:
-    return (f"{address_mbean(broker_name, address)},subcomponent=queues,"
-            f"routing-type={_quote(routing_type.lower())},queue={_quote(queue or address)}")
-
-
-def broker_connection_mbean(broker_name: str, connection_name: str) -> str:
-    return f"{broker_mbean(broker_name)},component=broker-connections,name={_quote(connection_name)}"
-
-
-def queue_message_count(management_url: str, user: str, password: str, broker_name: str,
-                        address: str, queue: str | None = None, routing_type: str = "anycast",
-                        **kwargs) -> int:
-    """``MessageCount`` of a queue (messages in the queue, including ones being
-    delivered but not yet acknowledged). ``queue`` defaults to ``address``."""
-    return int(jolokia_read(management_url, user, password,
-                            queue_mbean(broker_name, address, queue, routing_type),
-                            "MessageCount", **kwargs))
-
-
-def queue_names(management_url: str, user: str, password: str, broker_name: str,
-                routing_type: str | None = None, **kwargs) -> list[str]:
-    """Names of every queue on the broker (optionally only ``anycast`` or ``multicast``
-    ones). Includes internal queues such as ``$ACTIVEMQ_ARTEMIS_MIRROR_<name>``."""
-    mbean = broker_mbean(broker_name)
-    if routing_type is None:
-        names = jolokia_read(management_url, user, password, mbean, "QueueNames", **kwargs)
-    else:
-        names = jolokia_exec(management_url, user, password, mbean,
-                             "getQueueNames(java.lang.String)", routing_type.upper(), **kwargs)
-    return sorted(names or [])
-
-
-def mirror_snf_queue_name(connection_name: str) -> str:
-    """The store-and-forward queue a mirror broker connection ``connection_name``
-    keeps on the source broker (address and queue share this name)."""
-    return f"$ACTIVEMQ_ARTEMIS_MIRROR_{connection_name}"
-
-
-def mirror_backlog(management_url: str, user: str, password: str, broker_name: str,
-                   connection_name: str, **kwargs) -> int:
-    """Mirror events not yet confirmed by the target (the SNF queue's MessageCount)."""
-    snf = mirror_snf_queue_name(connection_name)
-    return queue_message_count(management_url, user, password, broker_name, snf, snf, **kwargs)
-
-
-def broker_connection_connected(management_url: str, user: str, password: str,
-                                broker_name: str, connection_name: str, **kwargs) -> bool:
-    """Whether the broker connection ``connection_name`` is up right now."""
-    return bool(jolokia_read(management_url, user, password,
-                             broker_connection_mbean(broker_name, connection_name), "Connected",
-                             **kwargs))

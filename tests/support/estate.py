@@ -10,16 +10,33 @@ import subprocess
 
 import yaml
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ArtemisManagement
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTBED = os.path.join(REPO_ROOT, "tests", "testbed", "testbed")
 TESTBED_INVENTORY = os.path.join(REPO_ROOT, "inventories", "testbed")
 TIMINGS_FILE = os.path.join(REPO_ROOT, "tests", "output", "timings.json")
+TESTBED_STATE_DIR = os.environ.get("TESTBED_STATE_DIR") or "/var/lib/continuity-testbed"
 
 
 @dataclasses.dataclass
 class PlaybookResult:
     rc: int
     output: str
+
+    def changed_tasks(self) -> list[str]:
+        """'task name: host' for every task that reported a change (to say what a run that should change nothing
+        changed)."""
+        changed, task = [], None
+        for line in self.output.splitlines():
+            match = re.match(r"^TASK \[(.*)\]", line)
+            if match:
+                task = match.group(1)
+            match = re.match(r"^changed: \[([^\]]+)\]", line)
+            if match and task:
+                changed.append(f"{task}: {match.group(1)}")
+        return changed
 
     def recap(self) -> dict[str, dict[str, int]]:
         """Per host counters of the PLAY RECAP (ok, changed, failed, ...)."""
@@ -58,25 +75,55 @@ def run_module(module: str, arguments: dict, timeout: int = 600, check_mode: boo
 
 
 def generated_secrets() -> list[str]:
-    """Every password in the test bed's generated secrets file, to check that none leaks into output."""
+    """Every password in the test bed's generated secrets file and every private key of its PKI (a few lines of
+    each), to check that none leaks into output."""
     with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "secrets.yml")) as handle:
         values = yaml.safe_load(handle)
     found = []
     for value in values.values():
         found += [value] if isinstance(value, str) else [user["password"] for user in value]
+    pki = os.path.join(TESTBED_STATE_DIR, "pki")
+    for name in sorted(os.listdir(pki)) if os.path.isdir(pki) else []:
+        if name.endswith(".key"):
+            with open(os.path.join(pki, name)) as handle:
+                found += [line for line in handle.read().splitlines()[1:-1] if len(line) > 40][:3]
     return found
 
 
 @dataclasses.dataclass
 class Node:
+    """A test-bed host and its broker. ``user`` is the application user (AMQP); the management API is used as the
+    administrator through the collection's own client, verifying the estate's CA."""
     name: str
     dc: str
     address: str
     amqp_url: str
     core_url: str
     management_url: str
+    ca_cert: str
     user: str
     password: str = dataclasses.field(repr=False)
+    admin_user: str = "admin"
+    admin_password: str = dataclasses.field(default="", repr=False)
+    monitor_user: str = "monitor"
+    monitor_password: str = dataclasses.field(default="", repr=False)
+
+    def management(self, user: str | None = None, password: str | None = None, timeout: int = 10,
+                   ca_path: str | None = None) -> ArtemisManagement:
+        """The collection's management client for this broker (as the administrator unless told otherwise)."""
+        return ArtemisManagement(self.name, self.management_url, user or self.admin_user,
+                                 password if password is not None else self.admin_password, timeout=timeout,
+                                 ca_path=ca_path or self.ca_cert)
+
+    def queue_names(self) -> list[str]:
+        return self.management().queue_names()
+
+    def message_count(self, queue: str) -> int:
+        return self.management().message_count(queue, queue)
+
+    def link(self, name: str) -> dict:
+        """A mirror connection of this broker as the collection reports it: connected, backlog, ..."""
+        return next(link for link in broker_report(self.management())["links"] if link["name"] == name)
 
 
 @dataclasses.dataclass
@@ -88,7 +135,10 @@ class Estate:
         status = json.loads(subprocess.run([TESTBED, "status", "--json"], check=True, capture_output=True,
                                            text=True).stdout)
         return cls([Node(n["name"], n["dc"], n["address"], n["amqp_url"], n["core_url"], n["management_url"],
-                         n["credentials"]["user"], n["credentials"]["password"]) for n in status])
+                         n["ca_cert"], n["credentials"]["user"], n["credentials"]["password"],
+                         n["management_credentials"]["user"], n["management_credentials"]["password"],
+                         n["monitor_credentials"]["user"], n["monitor_credentials"]["password"])
+                    for n in status])
 
     def dc(self, name: str) -> Node:
         """The first node of a datacentre."""
@@ -109,18 +159,19 @@ class Estate:
                               text=True).stdout
 
     def management_args(self, nodes: list[Node] | None = None) -> dict:
-        """The brokers and credentials arguments of the collection's management modules."""
+        """The brokers and credentials arguments of the collection's management modules (as the administrator)."""
         nodes = nodes or self.nodes
         return {"brokers": [{"name": node.name, "datacentre": node.dc, "management_url": node.management_url}
                             for node in nodes],
-                "management_user": nodes[0].user, "management_password": nodes[0].password}
+                "management_user": nodes[0].admin_user, "management_password": nodes[0].admin_password,
+                "ca_path": nodes[0].ca_cert}
 
     def site_args(self, datacentre: str, state: str) -> dict:
         """The arguments of artemis_site for the test bed's address groups, as the operation playbooks give them."""
         inventory = self.inventory_vars()
         return dict(self.management_args(), datacentre=datacentre, state=state,
                     address_groups=inventory["replication_address_groups"], roles=inventory["broker_roles"],
-                    exempt_users=["replicator", "cluster"])
+                    exempt_users=["replicator", "cluster"], exempt_ports=[5673])
 
     def broker_pids(self, node: Node) -> list[str]:
         """Pids of the node's broker JVM (empty when it is not running)."""

@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    ArtemisManagement, broker_mbean)
+
 from . import amqp
 
 #: every permission type Artemis knows (security-settings)
@@ -303,8 +307,7 @@ class LocalBroker:
                                    f"log tail:\n{self.log_tail()}")
             with socket.create_connection(("127.0.0.1", self.amqp_port), timeout=1):
                 pass
-            return amqp.jolokia_read(self.management_url, self.admin_user, self.admin_password,
-                                     amqp.broker_mbean(self.name), "Started", timeout=2)
+            return self.management(timeout=2).read(broker_mbean(self.name), "Started")
         try:
             amqp.wait_for(ready, timeout=timeout, interval=0.25,
                           description=f"broker {self.name} to start")
@@ -337,25 +340,18 @@ class LocalBroker:
         except OSError:
             return "(no log)"
 
-    def log_text(self) -> str:
-        try:
-            return self.log_file.read_text(errors="replace")
-        except OSError:
-            return ""
-
     # -- convenience ------------------------------------------------------------
 
-    def jolokia_read(self, mbean: str, attribute=None):
-        return amqp.jolokia_read(self.management_url, self.admin_user, self.admin_password,
-                                 mbean, attribute)
+    def management(self, timeout: int = 10) -> ArtemisManagement:
+        """The collection's management client for this broker, as its administrator."""
+        return ArtemisManagement(self.name, self.management_url, self.admin_user, self.admin_password,
+                                 timeout=timeout)
 
     def queue_message_count(self, address: str, queue: str | None = None) -> int:
-        return amqp.queue_message_count(self.management_url, self.admin_user,
-                                        self.admin_password, self.name, address, queue)
+        return self.management().message_count(address, queue or address)
 
     def queue_names(self) -> list[str]:
-        return amqp.queue_names(self.management_url, self.admin_user, self.admin_password,
-                                self.name)
+        return self.management().queue_names()
 
 
 def mirrored_pair(home: Path, base_dir: Path, *, mirror_user: str = "mirror",
@@ -371,7 +367,7 @@ def mirrored_pair(home: Path, base_dir: Path, *, mirror_user: str = "mirror",
     ``$ACTIVEMQ_ARTEMIS_MIRROR_<connection_name>``); ``a`` connects as that
     user.
     """
-    match = mirror_match or amqp.mirror_snf_queue_name(connection_name)
+    match = mirror_match or MIRROR_QUEUE_PREFIX + connection_name
     b = LocalBroker(home, Path(base_dir) / "broker-b", "broker-b", admin_password=admin_password,
                     extra_users={mirror_user: (mirror_password, ["mirror"])},
                     extra_security=[(match, "mirror", tuple(mirror_permissions))])

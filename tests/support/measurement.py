@@ -33,9 +33,11 @@ class Measurement:
             "telemetry": root, "interval": interval, "segment_seconds": 2 * interval, "groups": groups,
             "brokers": [{"name": n.name, "datacentre": n.dc, "management_url": n.management_url,
                          "amqp_url": n.amqp_url} for n in estate.nodes],
-            "management": {"management_user": node.user, "management_password": node.password,
-                           "validate_certs": True, "ca_path": None, "request_timeout": 2.0},
-            "probes": {"interval": interval, "routes": routes, "user": node.user, "password": node.password},
+            # As the rpo_job role deploys them: the brokers' read-only monitoring user, the estate's CA.
+            "management": {"management_user": node.monitor_user, "management_password": node.monitor_password,
+                           "validate_certs": True, "ca_path": node.ca_cert, "request_timeout": 2.0},
+            "probes": {"interval": interval, "routes": routes, "user": node.monitor_user,
+                       "password": node.monitor_password, "ca_path": node.ca_cert},
         }
         self.root = root
         self._stop = threading.Event()

@@ -4,6 +4,7 @@ pointed at a closed loopback port: a playbook that tried to reach one would fail
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from support.estate import REPO_ROOT
 
 VAULT = {"vault_broker_admin_password": "x1", "vault_ops_password": "x2", "vault_orders_app_password": "x3",
-         "vault_replication_password": "x4", "broker_cluster_password": "x5",
+         "vault_replication_password": "x4", "vault_broker_monitor_password": "x6", "broker_cluster_password": "x5",
          "ansible_host": "127.0.0.1", "ansible_port": "1"}
 
 CASES = {
@@ -30,10 +31,14 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_playbook_inputs_are_refused_by_name(case):
+def test_bad_playbook_inputs_are_refused_by_name(case, tmp_path):
+    """The estate is read from a copy of the example inventory (nothing may be written beside the checkout's)."""
     playbook, extra_vars, expected = CASES[case]
+    inventory = tmp_path / "inventory"
+    shutil.copytree(os.path.join(REPO_ROOT, "inventories", "example"), inventory)
+    extra_vars = {**extra_vars, "replication_tls_pki_dir": str(tmp_path / "pki")}
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(["ansible-playbook", "-i", "inventories/example", f"playbooks/{playbook}.yml",
+    result = subprocess.run(["ansible-playbook", "-i", str(inventory), f"playbooks/{playbook}.yml",
                              "-e", json.dumps({**VAULT, **extra_vars})], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
                             check=False)
     output = result.stdout + result.stderr
@@ -43,3 +48,4 @@ def test_bad_playbook_inputs_are_refused_by_name(case):
     for word in expected:
         assert word in failure, f"{word!r} not named in:\n{failure[-3000:]}"
     assert "UNREACHABLE" not in output
+    assert not (tmp_path / "pki").exists(), "reading the estate generated keys"
