@@ -63,13 +63,6 @@ def _reconnect_times(worker):
     return times
 
 
-def _restarted(output):
-    """The rolling restart's summary (playbooks/rolling_restart.yml), broker by broker, in order."""
-    summary = output[output.rindex("TASK [Summarise what was restarted, in order]"):]
-    block = summary[summary.index("msg:"):summary.index("PLAY RECAP")]
-    return yaml.safe_load(block)["msg"]
-
-
 def _drill(name, estate, inventory, change):
     """Run site.yml with ``change`` under load and a poller; return the figures (also written to results/)."""
     drill_id = uuid.uuid4().hex[:8]
@@ -107,7 +100,7 @@ def _drill(name, estate, inventory, change):
 
     figures = {"drill": name, "change": change, "rate_msg_s_per_group": RATE, "poll_interval_s": seen.interval,
                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
-               "site_yml_s": round(finished - started, 1), "restarted": _restarted(result.output),
+               "site_yml_s": round(finished - started, 1), "restarted": result.rolling_restarts(),
                "datacentres": {}, "groups": {}}
     for dc in sorted({node.dc for node in estate.nodes}):
         gaps = seen.gaps(dc)

@@ -38,6 +38,18 @@ class PlaybookResult:
                 changed.append(f"{task}: {match.group(1)}")
         return changed
 
+    def rolling_restarts(self) -> list[dict]:
+        """What playbooks/rolling_restart.yml says it restarted, broker by broker, in order (its summary task's
+        message); [] when nothing needed a restart."""
+        summary = self.output[self.output.rindex("TASK [Summarise what was restarted, in order]"):]
+        block = []
+        for line in summary[summary.index("msg:"):].splitlines():
+            if re.match(r"^(TASK|PLAY|RUNNING HANDLER) \[", line) or line.startswith("PLAY RECAP"):
+                break
+            block.append(line)
+        message = yaml.safe_load("\n".join(block))["msg"]
+        return message if isinstance(message, list) else []
+
     def recap(self) -> dict[str, dict[str, int]]:
         """Per host counters of the PLAY RECAP (ok, changed, failed, ...)."""
         hosts = {}
