@@ -135,6 +135,7 @@ def _spark_master_state():
         return {}
 
 
+@pytest.mark.drill  # 7 minutes on two cores; make drills
 def test_rpo_job_submits_to_an_existing_spark_cluster(estate, measured, spark_cluster):
     with open(os.path.join(measured, "rpo.yml")) as handle:
         inventory = yaml.safe_load(handle)
