@@ -74,3 +74,14 @@ options:
     elements: str
     default: []
 '''
+
+    # The attributes of a module that only reads from the brokers.
+    READ_ONLY = r'''
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so it runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is nothing to show.
+'''

@@ -16,6 +16,7 @@ description:
   - Reads only. Run it after the source site's clients are fenced, or the counts keep moving.
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.management.read_only
   - continuity.artemis.management.queue_filter
 options:
   source_datacentre:
@@ -34,10 +35,6 @@ options:
     description: Seconds between two looks.
     type: float
     default: 1.0
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, so it runs the same in check mode.
 author:
   - continuity.artemis developers (@continuity-artemis)
 '''

@@ -20,6 +20,7 @@ description:
     so that an HA pair never loses its last live broker and the next broker waits until this one is back.
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.management.read_only
 options:
   datacentre:
     description: The datacentre whose brokers must be healthy. O(brokers) may list the others (for their links).
@@ -67,13 +68,6 @@ options:
     description: Seconds between two looks.
     type: float
     default: 0.5
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, so it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to show.
 author:
   - continuity.artemis developers (@continuity-artemis)
 '''

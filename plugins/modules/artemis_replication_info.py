@@ -17,6 +17,7 @@ description:
   - A broker that does not answer is reported with C(reachable=false); a refused login fails the module.
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.management.read_only
   - continuity.artemis.management.queue_filter
 options:
   tolerance:
@@ -27,13 +28,6 @@ options:
     description: Report the application queues (and compare them). V(false) reports brokers and links only.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads only.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to show.
 author:
   - continuity.artemis developers (@continuity-artemis)
 '''
