@@ -160,6 +160,10 @@ class ArtemisManagement(object):
         if answer.get('status') != 200:
             error_type = answer.get('error_type') or ''
             if error_type.endswith('InstanceNotFoundException'):
+                if payload.get('mbean') == broker_mbean(self.name):
+                    # A broker drops its own MBean while it turns back into a backup (failback) or starts.
+                    raise BrokerNotReady('broker %s has no broker MBean yet (starting, or turning back into a '
+                                         'backup)' % self.name)
                 raise MBeanNotFound('broker %s has no %s' % (self.name, payload.get('mbean')))
             if answer.get('status') == 403 and 'not authorized' in (answer.get('error') or ''):
                 raise OperationRefused('broker %s refused %s to management_user %r (it may not: %s)'

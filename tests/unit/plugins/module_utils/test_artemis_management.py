@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, AuthenticationRefused, BrokerNotReady, BrokerUnreachable, ManagementError, MBeanNotFound,
-    jolokia_endpoint, queue_mbean, quote, require_at_least)
+    jolokia_endpoint, broker_mbean, queue_mbean, quote, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     compare_sites, is_application_queue)
 
@@ -77,6 +77,14 @@ def test_an_unknown_mbean_is_named(jolokia):
                             "error": "not found"})
     with pytest.raises(MBeanNotFound, match='broker b1 has no .*queue="orders"'):
         _client(jolokia).read(queue_mbean("b1", "orders", "orders"), "MessageCount")
+
+
+def test_a_broker_without_its_own_mbean_is_not_ready_rather_than_missing(jolokia):
+    """What a backup answers while it gives the broker back (failback): a state to wait out, not an error."""
+    jolokia.answer = (200, {"status": 404, "error_type": "javax.management.InstanceNotFoundException",
+                            "error": "not found"})
+    with pytest.raises(BrokerNotReady, match="broker b1 has no broker MBean yet"):
+        _client(jolokia).read(broker_mbean("b1"), "Started")
 
 
 def test_a_broker_that_is_not_started_is_told_apart(jolokia):
