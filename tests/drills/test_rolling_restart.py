@@ -23,6 +23,9 @@ from support import amqp
 from support.availability import Availability, overlapping
 from support.estate import REPO_ROOT, TESTBED_INVENTORY, Estate, run_playbook
 
+# Each drill builds a 2 x 2 estate and runs site.yml twice under load: longer than the suite's 900 s per test.
+pytestmark = pytest.mark.timeout(2400)
+
 RATE = 500
 PREFETCH = 100
 LONGEST_GAP_S = 5.0
