@@ -51,15 +51,24 @@ def owned_groups(groups, datacentres, active_datacentre):
     return owned
 
 
+def full_state_groups(groups):
+    """The names of the full_state groups (the ones a datacentre stages, fences and activates)."""
+    return [group['name'] for group in normalise_groups(groups, None) if group['mode'] == FULL_STATE]
+
+
+def prefix_entries(groups, staged_groups):
+    """Per prefix of every group (``""`` for the catch-all group): its group and whether it is staged (its group is
+    one of ``staged_groups``)."""
+    return [{'prefix': prefix, 'group': group['name'], 'staged': group['name'] in staged_groups}
+            for group in normalise_groups(groups, None) for prefix in group['addresses'] or ['']]
+
+
 def staging(groups, datacentre, active_datacentre):
-    """The staging entries of one datacentre: per prefix of every group (``""`` for the catch-all group), its group
-    and whether its replicated copies wait there undeliverable (a full_state group not owned there)."""
-    entries = []
-    for group in normalise_groups(groups, active_datacentre):
-        for prefix in group['addresses'] or ['']:
-            entries.append({'prefix': prefix, 'group': group['name'],
-                            'staged': group['mode'] == FULL_STATE and group['owner'] != datacentre})
-    return entries
+    """The staging entries of one datacentre: its replicated copies wait undeliverable under the prefixes of every
+    full_state group it does not own."""
+    staged = [group['name'] for group in normalise_groups(groups, active_datacentre)
+              if group['mode'] == FULL_STATE and group['owner'] != datacentre]
+    return prefix_entries(groups, staged)
 
 
 def _address_filter(group, groups):

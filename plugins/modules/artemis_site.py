@@ -153,6 +153,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    FULL_STATE, MODES, full_state_groups, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -160,18 +162,9 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_securit
     PERMISSIONS, STAGED_PERMISSIONS, UNSTAGED_MATCHES, security_settings, staging_entry)
 
 
-def staging_for(address_groups, selected, staged):
-    """Staging entries for every group's prefixes, each tagged with its group."""
-    entries = []
-    for group in address_groups:
-        for prefix in group.get('addresses') or ['']:
-            entries.append({'prefix': prefix, 'group': group['name'], 'staged': staged and group['name'] in selected})
-    return entries
-
-
 def desired_settings(params, selected):
     """{match: {permission: [roles]}} for the matches of the selected groups, in the requested state."""
-    staging = staging_for(params['address_groups'], selected, params['state'] == 'passive')
+    staging = prefix_entries(params['address_groups'], selected if params['state'] == 'passive' else [])
     settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging)
     return dict((setting['match'], setting['permissions']) for setting in settings
                 if setting['match'] not in UNSTAGED_MATCHES
@@ -180,7 +173,7 @@ def desired_settings(params, selected):
 
 def group_queues(client, params, selected):
     """The application queues whose addresses belong to the selected groups."""
-    staging = staging_for(params['address_groups'], selected, True)
+    staging = prefix_entries(params['address_groups'], selected)
     return [queue for queue in client.queues() if is_application_queue(queue)
             and (staging_entry(queue['address'], staging) or {}).get('group') in selected]
 
@@ -231,7 +224,7 @@ def main():
         address_groups=dict(type='list', elements='dict', required=True, options=dict(
             name=dict(type='str', required=True),
             addresses=dict(type='list', elements='str', default=[]),
-            mode=dict(type='str', choices=['full_state', 'messages_only'], default='full_state'),
+            mode=dict(type='str', choices=list(MODES), default=FULL_STATE),
             owner=dict(type='str'),
         )),
         groups=dict(type='list', elements='str'),
@@ -246,8 +239,7 @@ def main():
     require_at_least(module, request_timeout=1, delivery_timeout=0)
     params = module.params
 
-    full_state = [group['name'] for group in params['address_groups']
-                  if group.get('mode', 'full_state') == 'full_state']
+    full_state = full_state_groups(params['address_groups'])
     selected = params['groups'] if params['groups'] is not None else full_state
     unknown = sorted(set(selected) - set(full_state))
     if unknown:

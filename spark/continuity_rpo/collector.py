@@ -22,19 +22,11 @@ from continuity_rpo.config import command_line
 from continuity_rpo.store import Store
 
 
-def link_target(name: str, datacentres: list[str], groups: list[str]) -> str | None:
-    """The datacentre a mirror connection leads to: the collection names them <datacentre>_<group>."""
-    for datacentre in datacentres:
-        for group in groups:
-            if name == f"{datacentre}_{group}":
-                return datacentre
-    return None
-
-
 def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[str]]:
     """(queue rows, link rows, brokers that did not answer) for one sample of every broker."""
     queue_rows, link_rows, silent = [], [], []
-    datacentres = sorted({broker["datacentre"] for broker in config["brokers"]})
+    # Which datacentre each mirror connection leads to, as the estate model said when the job was deployed.
+    targets = {(link["source"], link["name"]): link["target"] for link in config["links"]}
     for broker in config["brokers"]:
         client = ArtemisManagement.from_params(broker, config["management"])
         try:
@@ -51,7 +43,7 @@ def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[str]]
                                    consumer_count=queue["consumer_count"]))
         for link in report["links"]:
             link_rows.append(dict(where, link=link["name"], connected=link["connected"], backlog=link["backlog"],
-                                  target_datacentre=link_target(link["name"], datacentres, config["groups"])))
+                                  target_datacentre=targets.get((broker["datacentre"], link["name"]))))
     return queue_rows, link_rows, silent
 
 

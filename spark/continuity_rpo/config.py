@@ -4,7 +4,8 @@ it from the inventory). Passwords come from files readable only by the service u
     telemetry: /var/lib/continuity-rpo/telemetry
     interval: 5                                   # seconds between collector samples
     segment_seconds: 60                           # a telemetry file is published (readable) at most this old
-    groups: [all]                                 # address group names (mirror connections are <dc>_<group>)
+    links:                                        # every mirror connection: the broker's datacentre, its name
+      - {source: dc1, name: dc2_all, target: dc2} #   and the datacentre it leads to (the estate model's)
     brokers:
       - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",
          amqp_url: "amqp://10.0.1.11:5672"}
@@ -65,7 +66,7 @@ def load_config(path: str) -> dict:
         "telemetry": raw["telemetry"],
         "interval": float(raw.get("interval", 5)),
         "segment_seconds": float(raw.get("segment_seconds", 60)),
-        "groups": _require(raw, "groups", "", list),
+        "links": _require(raw, "links", "", list),
         "brokers": brokers,
         "management": {"management_user": _require(management, "user", "management."),
                        "management_password": _secret(management, "management."),
@@ -73,9 +74,12 @@ def load_config(path: str) -> dict:
                        "ca_path": management.get("ca_path"),
                        "request_timeout": float(management.get("request_timeout", 5))},
     }
+    datacentres = {broker["datacentre"] for broker in brokers}
+    for index, link in enumerate(config["links"]):
+        for key in ("source", "name", "target"):
+            _require(link, key, f"links[{index}].")
     probes = raw.get("probes")
     if probes is not None:
-        datacentres = {broker["datacentre"] for broker in brokers}
         routes = _require(probes, "routes", "probes.", list)
         for index, route in enumerate(routes):
             where = f"probes.routes[{index}]."

@@ -27,7 +27,7 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
     producer = amqp.Producer(failover_list, dc1.user, dc1.password, queue, rate=RATE)
     # The consumers run at dc2 once it is active: what dc1 held unconsumed is what a failover can lose.
     consumer = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue)
-    measurement = Measurement(estate, str(tmp_path / "telemetry"), groups=["all", "east", "inflow"],
+    measurement = Measurement(estate, str(tmp_path / "telemetry"),
                               routes=[{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}])
     try:
         with producer, measurement:

@@ -162,9 +162,12 @@ class Estate:
 
     @staticmethod
     def inventory_vars() -> dict:
-        """The committed variables of the test bed's inventory (group_vars/all/estate.yml)."""
-        with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "estate.yml")) as handle:
-            return yaml.safe_load(handle)
+        """The committed variables of the test bed's inventory (group_vars/all/estate.yml and testbed.yml)."""
+        merged = {}
+        for name in ("estate.yml", "testbed.yml"):
+            with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", name)) as handle:
+                merged.update(yaml.safe_load(handle) or {})
+        return merged
 
     def exec(self, node: str, *command: str) -> str:
         return subprocess.run([TESTBED, "exec", node, "--", *command], check=True, capture_output=True,

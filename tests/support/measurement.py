@@ -27,10 +27,15 @@ def published(textfile: str) -> dict:
 class Measurement:
     """Collector and prober threads writing to ``root`` while the ``with`` block runs."""
 
-    def __init__(self, estate, root: str, routes: list[dict], groups: list[str], interval: float = 1.0):
+    def __init__(self, estate, root: str, routes: list[dict], interval: float = 1.0):
+        from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import mirror_connections
         node = estate.nodes[0]
+        inventory = estate.inventory_vars()
+        datacentres = sorted({n.dc for n in estate.nodes})
+        links = [{key: connection[key] for key in ("source", "name", "target")} for connection in mirror_connections(
+            inventory["replication_address_groups"], datacentres, inventory["replication_active_datacentre"])]
         self.config = {
-            "telemetry": root, "interval": interval, "segment_seconds": 2 * interval, "groups": groups,
+            "telemetry": root, "interval": interval, "segment_seconds": 2 * interval, "links": links,
             "brokers": [{"name": n.name, "datacentre": n.dc, "management_url": n.management_url,
                          "amqp_url": n.amqp_url} for n in estate.nodes],
             # As the rpo_job role deploys them: the brokers' read-only monitoring user, the estate's CA.
@@ -42,19 +47,29 @@ class Measurement:
         self.root = root
         self._stop = threading.Event()
         self._threads = []
+        self._errors: list[tuple[str, BaseException]] = []
 
     def __enter__(self):
         from continuity_rpo import collector, prober
-        self._threads = [threading.Thread(target=part.run, args=(self.config, 0, self._stop), daemon=True)
+        self._threads = [threading.Thread(target=self._run, args=(part,), name=part.__name__, daemon=True)
                          for part in (collector, prober)]
         for thread in self._threads:
             thread.start()
         return self
 
+    def _run(self, part) -> None:
+        try:
+            part.run(self.config, 0, self._stop)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread by __exit__
+            self._errors.append((part.__name__, exc))
+
     def __exit__(self, *exc_info):
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=30)
+        if self._errors and exc_info[0] is None:
+            name, error = self._errors[0]
+            raise AssertionError(f"the measurement's {name} crashed: {error!r}") from error
 
     def job(self, output_dir: str, *arguments: str) -> dict:
         """Run the job's command line over the telemetry; the metrics it published."""

@@ -14,7 +14,7 @@ GOOD = {
                          "amqp_url": "amqps://a1:5671"},
                         {"name": "b1", "datacentre": "dc2", "management_url": "https://b1:8161",
                          "amqp_url": "amqps://b1:5671"}],
-    "rpo_job_groups": ["all"],
+    "rpo_job_links": [{"source": "dc1", "name": "dc2_all", "target": "dc2"}],
     "rpo_job_probe_routes": [{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}],
     "rpo_job_management_user": "ops", "rpo_job_management_password": "secret-management",
     "rpo_job_probe_user": "app", "rpo_job_probe_password": "secret-probe",

@@ -36,6 +36,13 @@ def test_each_datacentre_stages_the_full_state_groups_it_does_not_own():
     assert staged("dc3") == {"inflow.": False, "": True, "east.": True}
 
 
+def test_fencing_stages_exactly_the_groups_it_names():
+    assert artemis_estate.full_state_groups(TESTBED_GROUPS) == ["all", "east"]
+    entries = artemis_estate.prefix_entries(TESTBED_GROUPS, ["east"])
+    assert [(entry["prefix"], entry["group"], entry["staged"]) for entry in entries] == [
+        ("inflow.", "inflow", False), ("", "all", False), ("east.", "east", True)]
+
+
 def test_two_datacentres_mirror_every_group_both_ways():
     connections = artemis_estate.mirror_connections(TESTBED_GROUPS, ["dc1", "dc2"], "dc1")
     assert [(c["source"], c["name"], c["target"]) for c in connections] == [
