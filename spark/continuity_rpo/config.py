@@ -26,9 +26,7 @@ import sys
 import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ManagementError
 
-
-class ConfigError(Exception):
-    pass
+from continuity_rpo.errors import ConfigError
 
 
 def _require(mapping, key, where, kind=str):

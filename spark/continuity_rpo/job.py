@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from continuity_rpo import metrics, prometheus, report, sla, telemetry
+from continuity_rpo.errors import ConfigError
 from continuity_rpo.session import spark_session
 
 
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     arguments = parser().parse_args(argv)
     try:
         config = sla.load(arguments.sla)
-    except (sla.ConfigError, OSError) as exc:
+    except (ConfigError, OSError) as exc:
         print(f"continuity_rpo: SLA file {arguments.sla}: {exc}", file=sys.stderr)
         return 2
     spark = spark_session(arguments.master)

@@ -8,6 +8,8 @@ import yaml
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from continuity_rpo.errors import ConfigError
+
 DEFAULTS = {
     "window_seconds": 60,
     # Until the event log holds measured activations, the RTO estimate uses this.
@@ -18,10 +20,6 @@ DEFAULTS = {
     "queues": {},
 }
 OBJECTIVE_KEYS = ("rpo_seconds", "rto_seconds", "target_ratio")
-
-
-class ConfigError(Exception):
-    pass
 
 
 def _number(where, value, positive=True):

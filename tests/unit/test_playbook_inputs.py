@@ -30,10 +30,24 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_playbook_inputs_are_refused_by_name(case, tmp_path):
+# Well-typed inputs that do not fit the estate (the example inventory: london active, frankfurt passive).
+ESTATE_CASES = {
+    "swapover to the active datacentre": ("swapover", {"swapover_target": "london"},
+                                          ["swapover_source (london) and swapover_target (london)"]),
+    "swapover of a group that does not exist": ("swapover", {"swapover_target": "frankfurt",
+                                                             "swapover_groups": ["nope"]},
+                                                ["swapover_groups (['nope'])"]),
+    "failover to an unknown datacentre": ("failover", {"failover_target": "paris", "failover_confirm": "true"},
+                                          ["failover_target (paris)"]),
+    "failover not confirmed": ("failover", {"failover_target": "frankfurt"}, ["failover_confirm must be true"]),
+    "failback of the active datacentre onto itself": ("failback", {"failback_site": "london",
+                                                                   "failback_active": "london"},
+                                                      ["failback_site (london) and failback_active (london)"]),
+}
+
+
+def _run_refused(playbook, extra_vars, tmp_path):
     """The estate is read from a copy of the example inventory (nothing may be written beside the checkout's)."""
-    playbook, extra_vars, expected = CASES[case]
     inventory = tmp_path / "inventory"
     shutil.copytree(os.path.join(REPO_ROOT, "inventories", "example"), inventory)
     extra_vars = {**extra_vars, "replication_tls_pki_dir": str(tmp_path / "pki")}
@@ -43,9 +57,23 @@ def test_bad_playbook_inputs_are_refused_by_name(case, tmp_path):
                             check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    failure = output[output.index("fatal:"):]
+    assert "UNREACHABLE" not in output
+    assert not (tmp_path / "pki").exists(), "reading the estate generated keys"
+    return output[output.index("fatal:"):]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_playbook_inputs_are_refused_by_name(case, tmp_path):
+    playbook, extra_vars, expected = CASES[case]
+    failure = _run_refused(playbook, extra_vars, tmp_path)
     assert "argument_errors" in failure, failure[-3000:]
     for word in expected:
         assert word in failure, f"{word!r} not named in:\n{failure[-3000:]}"
-    assert "UNREACHABLE" not in output
-    assert not (tmp_path / "pki").exists(), "reading the estate generated keys"
+
+
+@pytest.mark.parametrize("case", sorted(ESTATE_CASES))
+def test_inputs_that_do_not_fit_the_estate_are_refused_by_name(case, tmp_path):
+    playbook, extra_vars, expected = ESTATE_CASES[case]
+    failure = _run_refused(playbook, extra_vars, tmp_path)
+    for word in expected:
+        assert word in " ".join(failure.split()), f"{word!r} not named in:\n{failure[-3000:]}"
