@@ -148,6 +148,10 @@ class ArtemisManagement(object):
                                     % (self.name, self.timeout, self.endpoint, exc))
         except (URLError, OSError) as exc:
             reason = getattr(exc, 'reason', exc)
+            if isinstance(reason, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+                # The broker closed the connection in the middle of the handshake: it is stopping or starting.
+                raise BrokerUnreachable('broker %s closed the connection during the TLS handshake at %s: %s'
+                                        % (self.name, self.endpoint, reason))
             if isinstance(reason, ssl.SSLError):
                 # A certificate that the CA did not sign, or for another host: not a broker that is down.
                 raise ManagementError('broker %s: TLS to %s failed: %s (is ca_path the estate\'s CA?)'

@@ -5,7 +5,8 @@
 Per queue: messages added and acknowledged, message, delivering and consumer counts. Per mirror: connected and
 the store-and-forward backlog. It reads the brokers with the collection's own management client (module_utils),
 so the same code answers the modules, the tests and the measurement. A broker that does not answer is skipped
-for that sample (its datacentre's rows simply stop); a refused login stops the collector with the broker named.
+for that sample (its datacentre's rows simply stop), and so is one whose answer cannot be used (named on stderr);
+a refused login stops the collector with the broker named.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, BrokerNotReady, BrokerUnreachable)
+    ArtemisManagement, AuthenticationRefused, BrokerNotReady, BrokerUnreachable, ManagementError)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 
 from continuity_rpo.config import command_line
@@ -33,6 +34,11 @@ def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[str]]
             report = broker_report(client)
         except (BrokerUnreachable, BrokerNotReady):
             silent.append(broker["name"])
+            continue
+        except AuthenticationRefused:
+            raise
+        except ManagementError as exc:  # one broker's odd answer (a queue gone while read): skip it this sample
+            silent.append(f"{broker['name']} ({exc})")
             continue
         where = {"time": now, "broker": broker["name"], "datacentre": broker["datacentre"]}
         for queue in report["queues"]:

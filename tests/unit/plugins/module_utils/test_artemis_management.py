@@ -109,6 +109,36 @@ def test_a_slow_broker_times_out(jolokia):
         _client(jolokia, timeout=1).read("x:y=z", "A")
 
 
+def _close_without_reset(connection):
+    """Close after the client has finished sending: closing with unread bytes would reset the connection, which the
+    client reports as unreachable whatever came before."""
+    connection.shutdown(socket.SHUT_WR)
+    connection.settimeout(5)
+    try:
+        while connection.recv(4096):
+            pass
+    except OSError:
+        pass
+    connection.close()
+
+
+def test_a_tls_handshake_cut_short_is_a_broker_going_away_not_a_wrong_ca():
+    """A broker that stops (or starts) accepts the TCP connection and closes it during the handshake."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def close_during_the_handshake():
+            connection = listener.accept()[0]
+            connection.recv(4096)
+            _close_without_reset(connection)
+        threading.Thread(target=close_during_the_handshake, daemon=True).start()
+        client = ArtemisManagement("b1", "https://127.0.0.1:%d" % port, "admin", "pw")
+        with pytest.raises(BrokerUnreachable, match="closed the connection during the TLS handshake"):
+            client.read("x:y=z", "A")
+
+
 def test_plain_http_on_a_tls_port_is_not_taken_for_a_broker_that_is_down():
     """An http:// URL at an https port gets TLS bytes back: a configuration error, not 'unreachable'."""
     with socket.socket() as listener:
@@ -120,7 +150,7 @@ def test_plain_http_on_a_tls_port_is_not_taken_for_a_broker_that_is_down():
             connection = listener.accept()[0]
             connection.recv(4096)
             connection.sendall(b"\x15\x03\x03\x00\x02\x02\x50")
-            connection.close()
+            _close_without_reset(connection)
         threading.Thread(target=answer_like_tls, daemon=True).start()
         client = ArtemisManagement("b1", "http://127.0.0.1:%d" % port, "admin", "pw")
         with pytest.raises(ManagementError, match="did not answer HTTP") as error:
