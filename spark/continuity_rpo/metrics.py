@@ -53,19 +53,23 @@ def _covered(latencies: DataFrame) -> DataFrame:
 
 
 def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
-    """RPO in time at every window end up to ``as_of``: the age of the oldest probe sent after the newest one the
-    target had shown by then (0 when the target had shown the latest probe). It keeps rising while a link is
-    stalled."""
-    covered = _covered(latencies)
-    k_first = F.ceil(F.col("sent_time") / window)
-    k_last = F.when(F.col("covered_time").isNotNull(), F.ceil(F.col("covered_time") / window) - 1) \
-        .otherwise(F.floor(F.lit(as_of) / window))
-    outstanding = (covered.where(F.col("sent_time") <= as_of)
+    """The worst RPO in time of every complete window up to ``as_of``. RPO at an instant is the age of the oldest
+    probe not yet covered at the target then; a probe sent at s and covered at c (or still outstanding at
+    ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is therefore the largest
+    min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts and ends, even inside
+    one window."""
+    outstanding_until = F.least(F.coalesce(F.col("covered_time"), F.lit(as_of)), F.lit(as_of))
+    k_first = F.floor(F.col("sent_time") / window) + 1
+    k_last = F.least(F.ceil(outstanding_until / window), F.floor(F.lit(as_of) / window))
+    outstanding = (_covered(latencies).where(F.col("sent_time") <= as_of)
+                   .withColumn("until", outstanding_until)
                    .where(k_last >= k_first)
-                   .select(*LINK_KEYS, "sent_time", F.explode(F.sequence(k_first, k_last)).alias("k"))
+                   .select(*LINK_KEYS, "sent_time", "until",
+                           F.explode(F.sequence(k_first, k_last)).alias("k"))
                    .withColumn("window_end", (F.col("k") * window).cast("double"))
                    .groupBy(*LINK_KEYS, "window_end")
-                   .agg(F.max(F.col("window_end") - F.col("sent_time")).alias("rpo_seconds")))
+                   .agg(F.max(F.least(F.col("until"), F.col("window_end")) - F.col("sent_time"))
+                        .alias("rpo_seconds")))
     span = (latencies.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"))
             .select(*LINK_KEYS, F.explode(F.sequence(F.floor(F.col("first") / window) + 1,
                                                      F.floor(F.lit(as_of) / window))).alias("k"))
