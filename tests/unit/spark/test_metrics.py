@@ -147,11 +147,22 @@ def _queue_rows():
 def test_throughput_consumption_and_in_flight_deliveries_survive_a_counter_reset(spark):
     flow = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": _queue_rows()})["queue_samples"], W)
     dc1 = flow.where("datacentre = 'dc1'").first()
-    # 5 s steps of 50 added and 40 acknowledged, except the step across the restart: the new counter is 0 at 30 s,
-    # so what arrived between the sample at 25 s and the restart is not observable (counted as 0, never negative).
-    assert dc1.messages_in_per_second == pytest.approx(10 * 50 / W)
-    assert dc1.acknowledged_per_second == pytest.approx(10 * 40 / W)
+    # 5 s steps of 50 added and 40 acknowledged, except the step across the restart (the new counter is 0 at 30 s):
+    # what arrived in it is not observable, so it is left out, length included. The true rates remain.
+    assert dc1.messages_in_per_second == pytest.approx(10.0)
+    assert dc1.acknowledged_per_second == pytest.approx(8.0)
     assert (dc1.message_count, dc1.delivering_max, dc1.consumers) == (110, 3, 1)
+
+
+def test_rates_over_a_window_covered_in_part_are_the_true_rates(spark):
+    """100 msg/s sampled every 5 s for the first 25 s of a window (the newest, unfinished one) reads 100, not 42."""
+    rows = [{"time": T0 + second, "broker": "dc1-node1", "datacentre": "dc1", "queue": "orders",
+             "messages_added": 100 * second, "messages_acknowledged": 90 * second, "message_count": 0,
+             "delivering_count": 0, "consumer_count": 1} for second in range(0, 30, 5)]
+    flow = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"], W).first()
+    assert (flow.messages_in_per_second, flow.acknowledged_per_second) == (pytest.approx(100.0), pytest.approx(90.0))
+    single = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": rows[:1]})["queue_samples"], W).first()
+    assert single.messages_in_per_second is None, "one sample measures no rate"
 
 
 def test_backlog_in_messages_and_acknowledgements(spark):
@@ -221,7 +232,7 @@ def test_rto_estimate_is_detection_plus_activation_plus_draining_at_the_measured
     flow = metrics.queue_backlog(metrics.queue_flow(
         telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"], W))
     estimate = metrics.rto_estimate(flow, detection=30.0, activation=2.0).where("datacentre = 'dc2'").first()
-    speed = 8 * 25 / W  # 200 acknowledged at dc1 between 0 s and 25 s
+    speed = 8.0  # 200 acknowledged at dc1 between 0 s and 25 s: the rate over what the window covers so far
     assert estimate.consumption_per_second == pytest.approx(speed)
     assert estimate.drain_seconds == pytest.approx(50 / speed)
     assert estimate.rto_seconds == pytest.approx(32 + 50 / speed)
