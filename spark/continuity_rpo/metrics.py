@@ -53,19 +53,23 @@ def _covered(latencies: DataFrame) -> DataFrame:
 
 
 def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
-    """RPO in time at every window end up to ``as_of``: the age of the oldest probe sent after the newest one the
-    target had shown by then (0 when the target had shown the latest probe). It keeps rising while a link is
-    stalled."""
-    covered = _covered(latencies)
-    k_first = F.ceil(F.col("sent_time") / window)
-    k_last = F.when(F.col("covered_time").isNotNull(), F.ceil(F.col("covered_time") / window) - 1) \
-        .otherwise(F.floor(F.lit(as_of) / window))
-    outstanding = (covered.where(F.col("sent_time") <= as_of)
+    """The worst RPO in time of every complete window up to ``as_of``. RPO at an instant is the age of the oldest
+    probe not yet covered at the target then; a probe sent at s and covered at c (or still outstanding at
+    ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is therefore the largest
+    min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts and ends, even inside
+    one window."""
+    outstanding_until = F.least(F.coalesce(F.col("covered_time"), F.lit(as_of)), F.lit(as_of))
+    k_first = F.floor(F.col("sent_time") / window) + 1
+    k_last = F.least(F.ceil(outstanding_until / window), F.floor(F.lit(as_of) / window))
+    outstanding = (_covered(latencies).where(F.col("sent_time") <= as_of)
+                   .withColumn("until", outstanding_until)
                    .where(k_last >= k_first)
-                   .select(*LINK_KEYS, "sent_time", F.explode(F.sequence(k_first, k_last)).alias("k"))
+                   .select(*LINK_KEYS, "sent_time", "until",
+                           F.explode(F.sequence(k_first, k_last)).alias("k"))
                    .withColumn("window_end", (F.col("k") * window).cast("double"))
                    .groupBy(*LINK_KEYS, "window_end")
-                   .agg(F.max(F.col("window_end") - F.col("sent_time")).alias("rpo_seconds")))
+                   .agg(F.max(F.least(F.col("until"), F.col("window_end")) - F.col("sent_time"))
+                        .alias("rpo_seconds")))
     span = (latencies.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"))
             .select(*LINK_KEYS, F.explode(F.sequence(F.floor(F.col("first") / window) + 1,
                                                      F.floor(F.lit(as_of) / window))).alias("k"))
@@ -99,29 +103,34 @@ def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
                  F.min("connected").alias("connected_ratio")))
 
 
-def _increase(column, ordered):
-    """Per-sample increase of a counter; a decrease is a broker restart, after which the counter starts anew."""
-    previous = F.lag(column).over(ordered)
-    return (F.when(previous.isNull(), F.lit(0))
-            .when(F.col(column) < previous, F.col(column))
-            .otherwise(F.col(column) - previous))
-
-
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
     """Per datacentre, queue and window: messages in and acknowledged per second, depth, in-flight deliveries
     (delivered, not yet acknowledged: what an abrupt failover redelivers), consumers, the cumulative counters at the
     end of the window (summed over the datacentre's brokers) and whether a broker restarted since the first sample
-    (its counters started again, so they no longer compare with another datacentre's)."""
+    (its counters started again, so they no longer compare with another datacentre's).
+
+    Rates are each broker's counter increases divided by the time between the samples they were measured over, so
+    a window the telemetry covers only in part (the newest one, the first one, one with a gap) gives the true rate,
+    not a share of it; a step across a broker restart (a counter went down) is left out, arrivals and length both.
+    No step measured: no rate (null), never 0."""
     ordered = Window.partitionBy("broker", "queue").orderBy("time")
     so_far = Window.partitionBy("broker", "queue").orderBy("window_end").rowsBetween(Window.unboundedPreceding, 0)
+    reset = ((F.col("messages_added") < F.lag("messages_added").over(ordered))
+             | (F.col("messages_acknowledged") < F.lag("messages_acknowledged").over(ordered)))
+    measured = F.lag("time").over(ordered).isNotNull() & ~F.coalesce(reset, F.lit(False))
+
+    def step(column):
+        return F.when(measured, F.col(column) - F.lag(column).over(ordered)).otherwise(F.lit(0))
+
     per_broker = (queue_samples
-                  .withColumn("added", _increase("messages_added", ordered))
-                  .withColumn("acked", _increase("messages_acknowledged", ordered))
-                  .withColumn("reset", (F.col("messages_added") < F.lag("messages_added").over(ordered))
-                              | (F.col("messages_acknowledged") < F.lag("messages_acknowledged").over(ordered)))
+                  .withColumn("added", step("messages_added"))
+                  .withColumn("acked", step("messages_acknowledged"))
+                  .withColumn("step_seconds", step("time"))
+                  .withColumn("reset", reset)
                   .withColumn("window_end", window_end(F.col("time"), window))
                   .groupBy("datacentre", "broker", "queue", "window_end")
                   .agg(F.sum("added").alias("added"), F.sum("acked").alias("acked"),
+                       F.sum("step_seconds").alias("measured_seconds"),
                        F.max_by("message_count", "time").alias("message_count"),
                        F.max("delivering_count").alias("delivering_max"),
                        F.max_by("consumer_count", "time").alias("consumers"),
@@ -129,9 +138,11 @@ def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
                        F.max_by("messages_acknowledged", "time").alias("messages_acknowledged"),
                        F.coalesce(F.max("reset"), F.lit(False)).alias("reset"))
                   .withColumn("counters_reset", F.max("reset").over(so_far)))
+    per_second = F.col("measured_seconds") > 0
     return (per_broker.groupBy("datacentre", "queue", "window_end")
-            .agg((F.sum("added") / window).alias("messages_in_per_second"),
-                 (F.sum("acked") / window).alias("acknowledged_per_second"),
+            .agg(F.sum(F.when(per_second, F.col("added") / F.col("measured_seconds"))).alias("messages_in_per_second"),
+                 F.sum(F.when(per_second, F.col("acked") / F.col("measured_seconds")))
+                 .alias("acknowledged_per_second"),
                  F.sum("message_count").alias("message_count"), F.sum("delivering_max").alias("delivering_max"),
                  F.sum("consumers").alias("consumers"), F.sum("messages_added").alias("messages_added"),
                  F.sum("messages_acknowledged").alias("messages_acknowledged"),

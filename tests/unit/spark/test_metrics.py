@@ -54,12 +54,28 @@ def test_lag_percentiles_per_window_are_those_of_the_probes_sent_in_it(spark, la
     assertDataFrameEqual(lag, expected, rtol=1e-9)
 
 
-def test_rpo_in_time_rises_during_a_stall_and_for_probes_never_seen(spark, latencies):
+def test_the_worst_rpo_of_each_window_counts_a_stall_in_full(spark, latencies):
     rpo = metrics.rpo_over_time(latencies, W, float(T0 + AS_OF))
-    # At 180 the oldest outstanding probe was sent at 120; at 300 the one sent at 290 is still not visible.
+    # The probe sent at 120 waits until 200: 60 s old at the end of its window, 80 s when it arrives in the next;
+    # at 300 the one sent at 290 is still not visible. Otherwise each probe is outstanding for the normal lag.
     expected = [Row(source_datacentre="dc1", target_datacentre="dc2", window_end=float(T0 + end), rpo_seconds=rpo)
-                for end, rpo in [(60, 0.0), (120, 0.0), (180, 60.0), (240, 0.0), (300, 10.0)]]
-    assertDataFrameEqual(rpo, expected)
+                for end, rpo in [(60, NORMAL_LAG), (120, NORMAL_LAG), (180, 60.0), (240, 80.0), (300, 10.0)]]
+    assertDataFrameEqual(rpo, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("stall_from, stall_s", [(10, 40), (35, 40), (0, 59), (50, 5)])
+def test_a_stall_inside_or_across_a_window_is_its_full_length(spark, stall_from, stall_s):
+    """Probes every second over two windows; those sent in [stall_from, stall_from + stall_s) all arrive at its
+    end. Whatever the offset, the worst RPO seen is the stall's length (window ends alone would miss or halve it)."""
+    rows = []
+    for second in range(0, 2 * W):
+        probe = {"probe_id": f"p{second}", "source_datacentre": "dc1", "target_datacentre": "dc2"}
+        stalled = stall_from <= second < stall_from + stall_s
+        rows += [dict(probe, event="sent", time=T0 + second),
+                 dict(probe, event="seen", time=T0 + (stall_from + stall_s if stalled else second + NORMAL_LAG))]
+    latencies, _rejected = metrics.probe_latencies(telemetry.from_rows(spark, {"probes": rows})["probes"])
+    worst = max(row.rpo_seconds for row in metrics.rpo_over_time(latencies, W, float(T0 + 2 * W)).collect())
+    assert worst == pytest.approx(stall_s)
 
 
 def test_current_rpo_and_replicated_up_to(spark, latencies):
@@ -79,7 +95,8 @@ def test_a_probe_never_seen_stops_counting_once_a_later_one_arrived(spark):
     probes = telemetry.from_rows(spark, {"probes": rows})["probes"]
     latencies, _rejected = metrics.probe_latencies(probes)
     rpo = {row.window_end - T0: row.rpo_seconds for row in metrics.rpo_over_time(latencies, W, T0 + AS_OF).collect()}
-    assert rpo == {60: 0.0, 120: 0.0, 180: 60.0, 240: 0.0, 300: 10.0}
+    # p30 is covered when p31 arrives (31.25): outstanding 1.25 s.
+    assert rpo == pytest.approx({60: 1.25, 120: NORMAL_LAG, 180: 60.0, 240: 80.0, 300: 10.0})
     current = metrics.current_rpo(latencies, float(T0 + 100)).first()
     assert current.rpo_seconds == 0.0 and current.replicated_up_to == T0 + 99
 
@@ -130,11 +147,22 @@ def _queue_rows():
 def test_throughput_consumption_and_in_flight_deliveries_survive_a_counter_reset(spark):
     flow = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": _queue_rows()})["queue_samples"], W)
     dc1 = flow.where("datacentre = 'dc1'").first()
-    # 5 s steps of 50 added and 40 acknowledged, except the step across the restart: the new counter is 0 at 30 s,
-    # so what arrived between the sample at 25 s and the restart is not observable (counted as 0, never negative).
-    assert dc1.messages_in_per_second == pytest.approx(10 * 50 / W)
-    assert dc1.acknowledged_per_second == pytest.approx(10 * 40 / W)
+    # 5 s steps of 50 added and 40 acknowledged, except the step across the restart (the new counter is 0 at 30 s):
+    # what arrived in it is not observable, so it is left out, length included. The true rates remain.
+    assert dc1.messages_in_per_second == pytest.approx(10.0)
+    assert dc1.acknowledged_per_second == pytest.approx(8.0)
     assert (dc1.message_count, dc1.delivering_max, dc1.consumers) == (110, 3, 1)
+
+
+def test_rates_over_a_window_covered_in_part_are_the_true_rates(spark):
+    """100 msg/s sampled every 5 s for the first 25 s of a window (the newest, unfinished one) reads 100, not 42."""
+    rows = [{"time": T0 + second, "broker": "dc1-node1", "datacentre": "dc1", "queue": "orders",
+             "messages_added": 100 * second, "messages_acknowledged": 90 * second, "message_count": 0,
+             "delivering_count": 0, "consumer_count": 1} for second in range(0, 30, 5)]
+    flow = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"], W).first()
+    assert (flow.messages_in_per_second, flow.acknowledged_per_second) == (pytest.approx(100.0), pytest.approx(90.0))
+    single = metrics.queue_flow(telemetry.from_rows(spark, {"queue_samples": rows[:1]})["queue_samples"], W).first()
+    assert single.messages_in_per_second is None, "one sample measures no rate"
 
 
 def test_backlog_in_messages_and_acknowledgements(spark):
@@ -204,7 +232,7 @@ def test_rto_estimate_is_detection_plus_activation_plus_draining_at_the_measured
     flow = metrics.queue_backlog(metrics.queue_flow(
         telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"], W))
     estimate = metrics.rto_estimate(flow, detection=30.0, activation=2.0).where("datacentre = 'dc2'").first()
-    speed = 8 * 25 / W  # 200 acknowledged at dc1 between 0 s and 25 s
+    speed = 8.0  # 200 acknowledged at dc1 between 0 s and 25 s: the rate over what the window covers so far
     assert estimate.consumption_per_second == pytest.approx(speed)
     assert estimate.drain_seconds == pytest.approx(50 / speed)
     assert estimate.rto_seconds == pytest.approx(32 + 50 / speed)
