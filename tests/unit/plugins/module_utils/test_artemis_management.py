@@ -1,6 +1,7 @@
 """The management client's error handling against a fake Jolokia (a real HTTP server on loopback), and the
 replication helpers on known data."""
 
+import contextlib
 import json
 import socket
 import threading
@@ -109,31 +110,34 @@ def test_a_slow_broker_times_out(jolokia):
         _client(jolokia, timeout=1).read("x:y=z", "A")
 
 
-def _close_without_reset(connection):
-    """Close after the client has finished sending: closing with unread bytes would reset the connection, which the
-    client reports as unreachable whatever came before."""
-    connection.shutdown(socket.SHUT_WR)
-    connection.settimeout(5)
-    try:
-        while connection.recv(4096):
-            pass
-    except OSError:
-        pass
-    connection.close()
+@contextlib.contextmanager
+def _one_connection(reply=b""):
+    """A loopback port that accepts one connection, reads what the client first sends, answers ``reply`` and closes
+    once the client has finished sending (closing with unread bytes would reset the connection, which the client
+    reports as unreachable whatever came before). Yields the port."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def answer():
+            connection = listener.accept()[0]
+            connection.recv(4096)
+            connection.sendall(reply)
+            connection.shutdown(socket.SHUT_WR)
+            connection.settimeout(5)
+            try:
+                while connection.recv(4096):
+                    pass
+            except OSError:
+                pass
+            connection.close()
+        threading.Thread(target=answer, daemon=True).start()
+        yield listener.getsockname()[1]
 
 
 def test_a_tls_handshake_cut_short_is_a_broker_going_away_not_a_wrong_ca():
     """A broker that stops (or starts) accepts the TCP connection and closes it during the handshake."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        port = listener.getsockname()[1]
-
-        def close_during_the_handshake():
-            connection = listener.accept()[0]
-            connection.recv(4096)
-            _close_without_reset(connection)
-        threading.Thread(target=close_during_the_handshake, daemon=True).start()
+    with _one_connection() as port:
         client = ArtemisManagement("b1", "https://127.0.0.1:%d" % port, "admin", "pw")
         with pytest.raises(BrokerUnreachable, match="closed the connection during the TLS handshake"):
             client.read("x:y=z", "A")
@@ -141,17 +145,7 @@ def test_a_tls_handshake_cut_short_is_a_broker_going_away_not_a_wrong_ca():
 
 def test_plain_http_on_a_tls_port_is_not_taken_for_a_broker_that_is_down():
     """An http:// URL at an https port gets TLS bytes back: a configuration error, not 'unreachable'."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        port = listener.getsockname()[1]
-
-        def answer_like_tls():
-            connection = listener.accept()[0]
-            connection.recv(4096)
-            connection.sendall(b"\x15\x03\x03\x00\x02\x02\x50")
-            _close_without_reset(connection)
-        threading.Thread(target=answer_like_tls, daemon=True).start()
+    with _one_connection(reply=b"\x15\x03\x03\x00\x02\x02\x50") as port:
         client = ArtemisManagement("b1", "http://127.0.0.1:%d" % port, "admin", "pw")
         with pytest.raises(ManagementError, match="did not answer HTTP") as error:
             client.read("x:y=z", "A")
