@@ -29,9 +29,15 @@ def _rows(frame: DataFrame) -> list[dict]:
     return [row.asDict() for row in frame.collect()]
 
 
-def _latest(frame: DataFrame, keys: list[str]) -> DataFrame:
+def _latest_window(frame: DataFrame, keys: list[str]) -> DataFrame:
     newest = frame.groupBy(*keys).agg(F.max("window_end").alias("window_end"))
     return frame.join(newest, keys + ["window_end"])
+
+
+def _current(frame: DataFrame, keys: list[str], as_of: float, window: int) -> DataFrame:
+    """The latest window of each series, if it was sampled within the last window before ``as_of``: a datacentre
+    that went silent drops out (its collector freshness says why) instead of publishing its last values as now."""
+    return _latest_window(frame, keys).where(F.col("last_sample_time") > as_of - window)
 
 
 def as_of_time(data: telemetry.Telemetry) -> float | None:
@@ -41,9 +47,13 @@ def as_of_time(data: telemetry.Telemetry) -> float | None:
     return max(newest) if newest else None
 
 
-def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of: float | None = None) -> dict:
-    """Every table of the job as DataFrames, plus plain rows for publishing."""
+def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of: float | None = None,
+            clock: float | None = None) -> dict:
+    """Every table of the job as DataFrames, plus plain rows for publishing. ``as_of``: evaluate at this time
+    (default: the newest valid row); ``clock``: the time the sources' ages are measured against (default: ``as_of``
+    when given, else this machine's clock)."""
     window = config["window_seconds"]
+    clock = clock if clock is not None else as_of if as_of is not None else time.time()
     as_of = as_of if as_of is not None else as_of_time(data)
     if as_of is None:
         raise telemetry.TelemetryError("no valid probe, queue or link sample in the telemetry: nothing to measure"
@@ -52,9 +62,11 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     latencies, skewed = metrics.probe_latencies(data["probes"])
     latencies = latencies.cache()
     rejected = sorted(data.rejected + [("probes", row["reason"], row["count"]) for row in skewed.collect()])
+    # Each route as of what its prober has reported: a collector further ahead says nothing about the target.
+    route_as_of = metrics.probe_reported_up_to(data["probes"]).cache()
 
-    lag = metrics.replication_lag(latencies, window)
-    rpo = metrics.rpo_over_time(latencies, window, as_of)
+    lag = metrics.replication_lag(latencies, window, route_as_of)
+    rpo = metrics.rpo_over_time(latencies, window, route_as_of)
     links = metrics.link_backlog(data["link_samples"], window)
     link_windows = (rpo.join(lag, metrics.LINK_KEYS + ["window_end"], "left")
                     .join(links, metrics.LINK_KEYS + ["window_end"], "full")).cache()
@@ -69,16 +81,22 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     tables = {"link_windows": link_windows, "queue_windows": queue_windows, "rto_estimates": rto,
               "drills": drills, "operations": durations}
     link_sla = sla.link_compliance(rpo, config["objectives"])
+    probe_sources = [dict(row, age_seconds=clock - row["as_of"]) for row in _rows(route_as_of)]
+    collector_sources = [dict(row, age_seconds=clock - row["reported_up_to"]) for row in
+                         _rows(metrics.collector_reported_up_to(data["queue_samples"], data["link_samples"]))]
     rows = {
         "as_of": as_of,
-        "latest_lag": _rows(_latest(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
-        "current_rpo": _rows(metrics.current_rpo(latencies, as_of)),
-        "latest_link": _rows(_latest(links, metrics.LINK_KEYS)),
-        "latest_queue": _rows(_latest(queue_windows, ["datacentre", "queue"])),
+        "clock": clock,
+        "latest_lag": _rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
+        "current_rpo": _rows(metrics.current_rpo(latencies, route_as_of)),
+        "latest_link": _rows(_current(links, metrics.LINK_KEYS, as_of, window)),
+        "latest_queue": _rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
         "rto": _rows(rto),
         "drills": _rows(drills),
         "link_sla": _rows(link_sla),
         "rejected": rejected,
+        "probe_sources": probe_sources,
+        "collector_sources": collector_sources,
         "link_windows": _rows(link_windows.orderBy("window_end")),
     }
     rows["queue_sla"] = sla.queue_compliance(config, rows["rto"])
@@ -98,9 +116,10 @@ def run(spark: SparkSession, arguments, config: dict) -> dict:
         history = arguments.output
         for kind, count in telemetry.ingest(spark, arguments.telemetry, history).items():
             print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
+    clock = time.time()
     data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
-                          history)
-    results = compute(spark, data, config, arguments.as_of)
+                          history, now=clock)
+    results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of)
     write_history(results["tables"], arguments.output)
     finished = time.time()
     prometheus.publish(prometheus.registry_for(results["rows"], finished), arguments.textfile, arguments.pushgateway)

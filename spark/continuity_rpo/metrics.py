@@ -8,6 +8,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from continuity_rpo.telemetry import event_time
+
 LINK_KEYS = ["source_datacentre", "target_datacentre"]
 
 
@@ -33,14 +35,27 @@ def probe_latencies(probes: DataFrame) -> tuple[DataFrame, DataFrame]:
     return tagged.where(F.col("reason").isNull()).drop("reason"), rejected
 
 
-def replication_lag(latencies: DataFrame, window: int) -> DataFrame:
-    """Per link and window (by the time a probe was sent): probes sent and seen, lag p50/p99/max of those seen."""
-    return (latencies.withColumn("window_end", window_end(F.col("sent_time"), window))
+def _with_as_of(latencies: DataFrame, as_of) -> DataFrame:
+    """Adds ``as_of``, the time each link is evaluated at: one time for every link, or a frame of LINK_KEYS and
+    ``as_of`` (what each route's prober has reported up to; a link missing from it is left out)."""
+    if isinstance(as_of, DataFrame):
+        return latencies.join(as_of.select(*LINK_KEYS, "as_of"), LINK_KEYS)
+    return latencies.withColumn("as_of", F.lit(float(as_of)))
+
+
+def replication_lag(latencies: DataFrame, window: int, as_of) -> DataFrame:
+    """Per link and window (by the time a probe was sent): probes sent and seen, lag p50/p99/max; a probe not seen by
+    ``as_of`` counts with its age then (at least that much lag), not left out."""
+    seen = F.col("seen_time").isNotNull() & (F.col("seen_time") <= F.col("as_of"))
+    lag = F.when(seen, F.col("lag_seconds")).otherwise(F.col("as_of") - F.col("sent_time"))
+    return (_with_as_of(latencies, as_of).where(F.col("sent_time") <= F.col("as_of"))
+            .withColumn("lag", lag)
+            .withColumn("window_end", window_end(F.col("sent_time"), window))
             .groupBy(*LINK_KEYS, "window_end")
-            .agg(F.count("*").alias("probes_sent"), F.count("seen_time").alias("probes_seen"),
-                 F.percentile("lag_seconds", F.lit(0.5)).alias("lag_p50_seconds"),
-                 F.percentile("lag_seconds", F.lit(0.99)).alias("lag_p99_seconds"),
-                 F.max("lag_seconds").alias("lag_max_seconds")))
+            .agg(F.count("*").alias("probes_sent"), F.count(F.when(seen, 1)).alias("probes_seen"),
+                 F.percentile("lag", F.lit(0.5)).alias("lag_p50_seconds"),
+                 F.percentile("lag", F.lit(0.99)).alias("lag_p99_seconds"),
+                 F.max("lag").alias("lag_max_seconds")))
 
 
 def _covered(latencies: DataFrame) -> DataFrame:
@@ -52,16 +67,17 @@ def _covered(latencies: DataFrame) -> DataFrame:
     return latencies.withColumn("covered_time", F.min("seen_time").over(later_first))
 
 
-def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
-    """The worst RPO in time of every complete window up to ``as_of``. RPO at an instant is the age of the oldest
-    probe not yet covered at the target then; a probe sent at s and covered at c (or still outstanding at
-    ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is therefore the largest
-    min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts and ends, even inside
-    one window."""
-    outstanding_until = F.least(F.coalesce(F.col("covered_time"), F.lit(as_of)), F.lit(as_of))
+def rpo_over_time(latencies: DataFrame, window: int, as_of) -> DataFrame:
+    """The worst RPO in time of every complete window up to ``as_of`` (per link, see ``_with_as_of``). RPO at an
+    instant is the age of the oldest probe not yet covered at the target then; a probe sent at s and covered at c
+    (or still outstanding at ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is
+    therefore the largest min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts
+    and ends, even inside one window."""
+    evaluated = _with_as_of(_covered(latencies), as_of)
+    outstanding_until = F.least(F.coalesce(F.col("covered_time"), F.col("as_of")), F.col("as_of"))
     k_first = F.floor(F.col("sent_time") / window) + 1
-    k_last = F.least(F.ceil(outstanding_until / window), F.floor(F.lit(as_of) / window))
-    outstanding = (_covered(latencies).where(F.col("sent_time") <= as_of)
+    k_last = F.least(F.ceil(outstanding_until / window), F.floor(F.col("as_of") / window))
+    outstanding = (evaluated.where(F.col("sent_time") <= F.col("as_of"))
                    .withColumn("until", outstanding_until)
                    .where(k_last >= k_first)
                    .select(*LINK_KEYS, "sent_time", "until",
@@ -70,24 +86,39 @@ def rpo_over_time(latencies: DataFrame, window: int, as_of: float) -> DataFrame:
                    .groupBy(*LINK_KEYS, "window_end")
                    .agg(F.max(F.least(F.col("until"), F.col("window_end")) - F.col("sent_time"))
                         .alias("rpo_seconds")))
-    span = (latencies.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"))
+    span = (evaluated.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"), F.max("as_of").alias("as_of"))
             .select(*LINK_KEYS, F.explode(F.sequence(F.floor(F.col("first") / window) + 1,
-                                                     F.floor(F.lit(as_of) / window))).alias("k"))
+                                                     F.floor(F.col("as_of") / window))).alias("k"))
             .select(*LINK_KEYS, (F.col("k") * window).cast("double").alias("window_end")))
     return (span.join(outstanding, LINK_KEYS + ["window_end"], "left")
             .withColumn("rpo_seconds", F.coalesce("rpo_seconds", F.lit(0.0))))
 
 
-def current_rpo(latencies: DataFrame, as_of: float) -> DataFrame:
-    """Per link at ``as_of``: RPO in time and the "replicated up to" time (newest probe sent that was visible)."""
-    sent_by_then = _covered(latencies).where(F.col("sent_time") <= as_of)
-    visible = F.col("seen_time").isNotNull() & (F.col("seen_time") <= as_of)
-    covered = F.col("covered_time").isNotNull() & (F.col("covered_time") <= as_of)
+def current_rpo(latencies: DataFrame, as_of) -> DataFrame:
+    """Per link at ``as_of`` (see ``_with_as_of``; returned as ``evaluated_at``): RPO in time and the "replicated up
+    to" time (newest probe sent that was visible)."""
+    sent_by_then = _with_as_of(_covered(latencies), as_of).where(F.col("sent_time") <= F.col("as_of"))
+    visible = F.col("seen_time").isNotNull() & (F.col("seen_time") <= F.col("as_of"))
+    covered = F.col("covered_time").isNotNull() & (F.col("covered_time") <= F.col("as_of"))
     return (sent_by_then.groupBy(*LINK_KEYS)
-            .agg(F.max(F.when(visible, F.col("sent_time"))).alias("replicated_up_to"),
+            .agg(F.max("as_of").alias("evaluated_at"),
+                 F.max(F.when(visible, F.col("sent_time"))).alias("replicated_up_to"),
                  F.min(F.when(~covered, F.col("sent_time"))).alias("oldest_at_risk"))
-            .withColumn("rpo_seconds", F.coalesce(F.lit(as_of) - F.col("oldest_at_risk"), F.lit(0.0)))
+            .withColumn("rpo_seconds", F.coalesce(F.col("evaluated_at") - F.col("oldest_at_risk"), F.lit(0.0)))
             .drop("oldest_at_risk"))
+
+
+def probe_reported_up_to(probes: DataFrame) -> DataFrame:
+    """Per link: the newest time its prober reported anything (a probe sent or seen). The route's RPO is evaluated
+    as of then: beyond it the job does not know what the target shows."""
+    return probes.groupBy(*LINK_KEYS).agg(F.max("time").alias("as_of"))
+
+
+def collector_reported_up_to(queue_samples: DataFrame, link_samples: DataFrame) -> DataFrame:
+    """Per broker: the newest sample the collector published of it."""
+    keys = ["datacentre", "broker"]
+    return (queue_samples.select(*keys, "time").unionByName(link_samples.select(*keys, "time"))
+            .groupBy(*keys).agg(F.max("time").alias("reported_up_to")))
 
 
 def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
@@ -97,14 +128,16 @@ def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
     per_broker = (link_samples.withColumn("window_end", window_end(F.col("time"), window))
                   .groupBy("datacentre", "target_datacentre", "broker", "link", "window_end")
                   .agg(F.max_by("backlog", "time").alias("last"), F.max("backlog").alias("max"),
-                       F.avg(F.col("connected").cast("double")).alias("connected")))
+                       F.avg(F.col("connected").cast("double")).alias("connected"),
+                       F.max("time").alias("last_sample_time")))
     return (per_broker.groupBy(F.col("datacentre").alias("source_datacentre"), "target_datacentre", "window_end")
             .agg(F.sum("last").alias("backlog_events_last"), F.sum("max").alias("backlog_events_max"),
-                 F.min("connected").alias("connected_ratio")))
+                 F.min("connected").alias("connected_ratio"), F.max("last_sample_time").alias("last_sample_time")))
 
 
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
-    """Per datacentre, queue and window: messages in and acknowledged per second, depth, in-flight deliveries
+    """Per datacentre, queue and window: messages in and acknowledged per second, depth (last, and min and max over
+    the window's samples, summed over brokers), in-flight deliveries
     (delivered, not yet acknowledged: what an abrupt failover redelivers), consumers, the cumulative counters at the
     end of the window (summed over the datacentre's brokers) and whether a broker restarted since the first sample
     (its counters started again, so they no longer compare with another datacentre's).
@@ -132,6 +165,9 @@ def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
                   .agg(F.sum("added").alias("added"), F.sum("acked").alias("acked"),
                        F.sum("step_seconds").alias("measured_seconds"),
                        F.max_by("message_count", "time").alias("message_count"),
+                       F.min("message_count").alias("message_count_min"),
+                       F.max("message_count").alias("message_count_max"),
+                       F.max("time").alias("last_sample_time"),
                        F.max("delivering_count").alias("delivering_max"),
                        F.max_by("consumer_count", "time").alias("consumers"),
                        F.max_by("messages_added", "time").alias("messages_added"),
@@ -143,7 +179,11 @@ def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
             .agg(F.sum(F.when(per_second, F.col("added") / F.col("measured_seconds"))).alias("messages_in_per_second"),
                  F.sum(F.when(per_second, F.col("acked") / F.col("measured_seconds")))
                  .alias("acknowledged_per_second"),
-                 F.sum("message_count").alias("message_count"), F.sum("delivering_max").alias("delivering_max"),
+                 F.sum("message_count").alias("message_count"),
+                 F.sum("message_count_min").alias("message_count_min"),
+                 F.sum("message_count_max").alias("message_count_max"),
+                 F.max("last_sample_time").alias("last_sample_time"),
+                 F.sum("delivering_max").alias("delivering_max"),
                  F.sum("consumers").alias("consumers"), F.sum("messages_added").alias("messages_added"),
                  F.sum("messages_acknowledged").alias("messages_acknowledged"),
                  F.max("counters_reset").alias("counters_reset")))
@@ -163,7 +203,7 @@ def queue_backlog(flow: DataFrame) -> DataFrame:
 
 def operation_durations(events: DataFrame) -> DataFrame:
     """Per operation run: seconds from its first phase to each later phase (the event log's ISO times)."""
-    timed = events.withColumn("time", F.unix_micros(F.to_timestamp("at")) / 1e6)
+    timed = events.withColumn("time", event_time(F.col("at")))
     first = Window.partitionBy("name", "id")
     return (timed.withColumn("since_start_seconds", F.col("time") - F.min("time").over(first))
             .select("name", "id", "source", "target", "phase", "time", "since_start_seconds"))

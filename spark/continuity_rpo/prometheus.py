@@ -9,73 +9,75 @@ QUEUE = ["datacentre", "queue"]
 
 
 def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
-    """``results`` holds lists of plain dicts (see job.Results); only the latest window of each series is shown."""
+    """``results`` holds lists of plain dicts (see job.compute); only the latest window of each series is shown.
+    Every family has one fixed set of labels (datacentres, queue, drill each their own), so series join in PromQL
+    and nothing is summed twice: the RTO total and its parts are separate metrics."""
     registry = CollectorRegistry()
 
     def gauge(name, help_text, labels=()):
         return Gauge(f"continuity_artemis_{name}", help_text, list(labels), registry=registry)
 
-    lag = gauge("replication_lag_seconds", "Probe lag through a mirror in the latest window.", LINK + ["quantile"])
-    for row in results["latest_lag"]:
-        for quantile, column in (("0.5", "lag_p50_seconds"), ("0.99", "lag_p99_seconds"), ("1", "lag_max_seconds")):
-            if row[column] is not None:
-                lag.labels(row["source_datacentre"], row["target_datacentre"], quantile).set(row[column])
+    def each(rows, keys, metrics):
+        """metrics: (gauge, column) pairs; a null value leaves the series out."""
+        for row in rows:
+            for metric, column in metrics:
+                if row.get(column) is not None:
+                    metric.labels(*(row[key] for key in keys)).set(row[column])
 
-    rpo = gauge("rpo_seconds", "Age of the oldest probe not yet visible at the target (RPO in time).", LINK)
-    replicated = gauge("replicated_timestamp_seconds", "Send time of the newest probe visible at the target.", LINK)
-    for row in results["current_rpo"]:
-        rpo.labels(row["source_datacentre"], row["target_datacentre"]).set(row["rpo_seconds"])
-        if row["replicated_up_to"] is not None:
-            replicated.labels(row["source_datacentre"], row["target_datacentre"]).set(row["replicated_up_to"])
+    each(results["latest_lag"], LINK, [
+        (gauge("replication_lag_p50_seconds", "Median probe lag through the mirror in the latest window (a probe "
+                                              "not seen yet counts with its age).", LINK), "lag_p50_seconds"),
+        (gauge("replication_lag_p99_seconds", "99th percentile probe lag in the latest window.", LINK),
+         "lag_p99_seconds"),
+        (gauge("replication_lag_max_seconds", "Largest probe lag in the latest window.", LINK), "lag_max_seconds")])
+    each(results["current_rpo"], LINK, [
+        (gauge("rpo_seconds", "Age of the oldest probe not yet visible at the target (RPO in time), as of what the "
+                              "route's prober has reported.", LINK), "rpo_seconds"),
+        (gauge("rpo_evaluated_timestamp_seconds", "The time the RPO is evaluated at: what the route's prober has "
+                                                  "reported up to.", LINK), "evaluated_at"),
+        (gauge("replicated_timestamp_seconds", "Send time of the newest probe visible at the target.", LINK),
+         "replicated_up_to")])
+    each(results["latest_link"], LINK, [
+        (gauge("mirror_backlog_events", "Store-and-forward events not yet sent over a mirror.", LINK),
+         "backlog_events_last"),
+        (gauge("mirror_connected_ratio", "Share of samples with the mirror connected.", LINK), "connected_ratio")])
+    each(results["latest_queue"], QUEUE, [
+        (gauge("queue_backlog_messages", "Messages this datacentre has not received yet.", QUEUE),
+         "backlog_messages"),
+        (gauge("queue_backlog_acknowledgements", "Acknowledgements this datacentre has not received yet.", QUEUE),
+         "backlog_acknowledgements"),
+        (gauge("queue_messages", "Messages in the queue at the latest sample.", QUEUE), "message_count"),
+        (gauge("queue_messages_max", "Most messages in the queue at any sample of the latest window.", QUEUE),
+         "message_count_max"),
+        (gauge("queue_incoming_messages_per_second", "Messages added per second.", QUEUE),
+         "messages_in_per_second"),
+        (gauge("queue_acknowledged_messages_per_second", "Messages acknowledged per second (consumption speed).",
+               QUEUE), "acknowledged_per_second"),
+        (gauge("queue_deliveries_in_flight",
+               "Delivered, unacknowledged messages (redelivered after an abrupt failover).", QUEUE),
+         "delivering_max")])
 
-    backlog = gauge("mirror_backlog_events", "Store-and-forward events not yet sent over a mirror.", LINK)
-    connected = gauge("mirror_connected_ratio", "Share of samples with the mirror connected.", LINK)
-    for row in results["latest_link"]:
-        backlog.labels(row["source_datacentre"], row["target_datacentre"]).set(row["backlog_events_last"])
-        connected.labels(row["source_datacentre"], row["target_datacentre"]).set(row["connected_ratio"])
+    each(results["rto"], QUEUE, [
+        (gauge("rto_estimate_seconds", "Estimated RTO if this datacentre took over now (the sum of the parts in "
+                                       "continuity_artemis_rto_estimate_part_seconds).", QUEUE), "rto_seconds")])
+    rto_part = gauge("rto_estimate_part_seconds", "The parts of the RTO estimate: detection, activation, drain.",
+                     QUEUE + ["part"])
+    for part in ("detection", "activation", "drain"):
+        each([dict(row, part=part) for row in results["rto"]], QUEUE + ["part"], [(rto_part, f"{part}_seconds")])
 
-    queue_metrics = {
-        "backlog_messages": gauge("queue_backlog_messages", "Messages this datacentre has not received yet.", QUEUE),
-        "backlog_acknowledgements": gauge("queue_backlog_acknowledgements",
-                                          "Acknowledgements this datacentre has not received yet.", QUEUE),
-        "messages_in_per_second": gauge("queue_incoming_messages_per_second", "Messages added per second.", QUEUE),
-        "acknowledged_per_second": gauge("queue_acknowledged_messages_per_second",
-                                         "Messages acknowledged per second (consumption speed).", QUEUE),
-        "delivering_max": gauge("queue_deliveries_in_flight",
-                                "Delivered, unacknowledged messages (redelivered after an abrupt failover).", QUEUE),
-    }
-    for row in results["latest_queue"]:
-        for column, metric in queue_metrics.items():
-            if row[column] is not None:
-                metric.labels(row["datacentre"], row["queue"]).set(row[column])
-
-    rto = gauge("rto_estimate_seconds", "Estimated RTO if this datacentre took over now, by component.",
-                QUEUE + ["component"])
-    for row in results["rto"]:
-        for component in ("detection", "activation", "drain"):
-            if row[f"{component}_seconds"] is not None:
-                rto.labels(row["datacentre"], row["queue"], component).set(row[f"{component}_seconds"])
-        if row["rto_seconds"] is not None:
-            rto.labels(row["datacentre"], row["queue"], "total").set(row["rto_seconds"])
-
-    rpo_objective = gauge("rpo_objective_seconds", "The RPO objective of a link (for alerting).", LINK)
-    objective = gauge("objective_seconds", "The SLA objective.", ["objective", "subject"])
-    passed = gauge("sla_passed", "1 when the objective is met.", ["objective", "subject"])
-    burn = gauge("error_budget_burn_rate", "RPO error budget burn rate over the job's horizon.", LINK)
-    for row in results["link_sla"]:
-        subject = f"{row['source_datacentre']}->{row['target_datacentre']}"
-        objective.labels("rpo", subject).set(row["objective_seconds"])
-        rpo_objective.labels(row["source_datacentre"], row["target_datacentre"]).set(row["objective_seconds"])
-        passed.labels("rpo", subject).set(int(row["passed"]))
-        burn.labels(row["source_datacentre"], row["target_datacentre"]).set(row["burn_rate"])
-    for row in results["queue_sla"]:
-        subject = f"{row['datacentre']}/{row['queue']}"
-        objective.labels("rto", subject).set(row["objective_seconds"])
-        passed.labels("rto", subject).set(int(row["passed"]))
-    for row in results["drill_sla"]:
-        subject = f"drill {row['drill']}"
-        objective.labels(row["objective"], subject).set(row["objective_seconds"])
-        passed.labels(row["objective"], subject).set(int(row["passed"]))
+    each(results["link_sla"], LINK, [
+        (gauge("rpo_objective_seconds", "The RPO objective of a link.", LINK), "objective_seconds"),
+        (gauge("rpo_objective_met", "1 when the share of windows within the RPO objective meets the target.", LINK),
+         "passed"),
+        (gauge("error_budget_burn_rate", "RPO error budget burn rate over the job's horizon.", LINK), "burn_rate")])
+    each(results["queue_sla"], QUEUE, [
+        (gauge("rto_objective_seconds", "The RTO objective of a queue.", QUEUE), "objective_seconds"),
+        (gauge("rto_objective_met", "1 when the RTO estimate is within the objective.", QUEUE), "passed")])
+    drill = ["drill", "objective"]
+    each(results["drill_sla"], drill, [
+        (gauge("drill_objective_seconds", "The objective a drill's actual RPO or RTO is held to.", drill),
+         "objective_seconds"),
+        (gauge("drill_objective_met", "1 when the drill's actual RPO or RTO met the objective.", drill), "passed")])
 
     drills = results["drills"]
     if drills:
@@ -87,10 +89,21 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
                 ("drill_rto_seconds", "rto_seconds", "Actual RTO of the latest drill."),
                 ("drill_messages_at_risk_estimate", "messages_at_risk",
                  "The job's estimate, before the fault, of the messages the latest drill would lose.")):
-            if latest.get(column) is not None:
-                gauge(name, help_text, ["drill"]).labels(latest["drill"]).set(latest[column])
+            each([latest], ["drill"], [(gauge(name, help_text, ["drill"]), column)])
         if latest["fault_time"] is not None:
             gauge("drill_last_timestamp_seconds", "Fault time of the latest drill.").set(latest["fault_time"])
+
+    each(results["probe_sources"], LINK, [
+        (gauge("probe_reported_up_to_timestamp_seconds", "The newest probe row of the route in the telemetry.", LINK),
+         "as_of"),
+        (gauge("probe_telemetry_age_seconds", "How old the route's newest probe row was when the job ran.", LINK),
+         "age_seconds")])
+    collector = ["datacentre", "broker"]
+    each(results["collector_sources"], collector, [
+        (gauge("collector_reported_up_to_timestamp_seconds", "The newest sample of the broker in the telemetry.",
+               collector), "reported_up_to"),
+        (gauge("collector_telemetry_age_seconds", "How old the broker's newest sample was when the job ran.",
+               collector), "age_seconds")])
 
     rejected = gauge("telemetry_rejected_rows", "Telemetry rows the job could not use, by kind and reason.",
                      ["kind", "reason"])

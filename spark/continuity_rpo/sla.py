@@ -12,6 +12,8 @@ from continuity_rpo.errors import ConfigError
 
 DEFAULTS = {
     "window_seconds": 60,
+    # The collector's interval (the rpo_job role writes it): a window must hold at least one sample.
+    "sample_interval_seconds": 5.0,
     # Until the event log holds measured activations, the RTO estimate uses this.
     "activation_seconds": 30.0,
     # How long monitoring takes to notice a lost datacentre (not measured by the collection).
@@ -53,8 +55,15 @@ def load(path: str | None) -> dict:
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
+    interval = _number("sample_interval_seconds",
+                       given.get("sample_interval_seconds", DEFAULTS["sample_interval_seconds"]))
+    window = _number("window_seconds", given.get("window_seconds", DEFAULTS["window_seconds"]))
+    if window != int(window) or window < interval:
+        raise ConfigError(f"window_seconds must be a whole number of seconds, at least sample_interval_seconds "
+                          f"({interval:g}), got {window:g}")
     config = {
-        "window_seconds": int(_number("window_seconds", given.get("window_seconds", DEFAULTS["window_seconds"]))),
+        "window_seconds": int(window),
+        "sample_interval_seconds": interval,
         "activation_seconds": _number("activation_seconds",
                                       given.get("activation_seconds", DEFAULTS["activation_seconds"])),
         "detection_seconds": _number("detection_seconds", given.get("detection_seconds",

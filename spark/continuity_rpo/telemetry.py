@@ -9,7 +9,9 @@ Every kind lives in its own directory of JSON-lines files under one root (a loca
     <root>/ledgers/         drills: ids accepted and consumed per datacentre, and the time of the fault
     <root>/events/          the orchestration event log of the operation playbooks (continuity_event_log)
 
-Times are Unix seconds (float), except the event log's ISO-8601 "at".
+Times are Unix seconds (float), except the event log's ISO-8601 "at". A row whose time is not a finite number of
+seconds (NaN, infinite, milliseconds), lies further in the future than the clock tolerance, or whose line cannot be
+read (truncated, not JSON, a value of the wrong type) is rejected and counted with that reason; the rest is used.
 
 Incremental mode: ``ingest`` appends the files written since its last run to Parquet tables under
 ``<history>/telemetry/<kind>`` (a Structured Streaming query per sampled kind, trigger availableNow, checkpointed in
@@ -21,6 +23,7 @@ a file once.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,6 +50,13 @@ SCHEMAS = {
                       ("source", StringType()), ("target", StringType()),
                       ("details", MapType(StringType(), StringType()))),
 }
+
+# The column a JSON reader fills, instead of the fields, with a line it cannot parse.
+UNREADABLE = "_unreadable_line"
+# Unix seconds beyond this are the year 5138: a time in milliseconds or microseconds, not seconds.
+LATEST_PLAUSIBLE_SECONDS = 1e11
+# How far ahead of the job's clock a row's time may be (the writers' clocks are NTP-synchronised, not identical).
+CLOCK_TOLERANCE_SECONDS = 30.0
 
 # A row without one of these cannot be placed in time or attributed: it is rejected, and counted.
 REQUIRED = {
@@ -86,9 +96,28 @@ class Telemetry:
         return Telemetry(frames, self.rejected)
 
 
-def _rejections(kind, frame):
+def event_time(column):
+    """The event log's ISO-8601 time in Unix seconds (null when it does not parse)."""
+    return F.unix_micros(F.try_to_timestamp(column)) / 1e6
+
+
+def _time_rejections(kind, now):
+    if kind == "events":
+        return [("unparseable time (at)", F.col("at").isNotNull() & event_time(F.col("at")).isNull())]
+    seconds = F.col("time")
+    return [("time is not a number (NaN)", F.isnan(seconds)),
+            ("time is infinite", F.abs(seconds) == float("inf")),
+            ("time in milliseconds or finer, not seconds", seconds >= LATEST_PLAUSIBLE_SECONDS),
+            (f"time more than {CLOCK_TOLERANCE_SECONDS:g} s ahead of the job's clock",
+             seconds > now + CLOCK_TOLERANCE_SECONDS)]
+
+
+def _rejections(kind, frame, now):
     """(reason column, condition) pairs: the first that holds rejects a row."""
-    reasons = [(f"missing {name}", F.col(name).isNull()) for name in REQUIRED[kind]]
+    reasons = [("unreadable line (truncated, not JSON, or a value of the wrong type)",
+                F.col(UNREADABLE).isNotNull())]
+    reasons += [(f"missing {name}", F.col(name).isNull()) for name in REQUIRED[kind]]
+    reasons += _time_rejections(kind, now)
     if kind in ALLOWED_EVENTS:
         reasons.append(("unknown event", ~F.col("event").isin(*ALLOWED_EVENTS[kind])))
     if kind == "ledgers":
@@ -101,15 +130,26 @@ def _rejections(kind, frame):
     return reasons
 
 
-def validate(kind, frame):
-    """Split ``frame`` into (valid rows, [(kind, reason, count)])."""
+def validate(kind, frame, now: float):
+    """Split ``frame`` into (valid rows, [(kind, reason, count)]); ``now`` is the job's clock (Unix seconds)."""
+    if UNREADABLE not in frame.columns:
+        frame = frame.withColumn(UNREADABLE, F.lit(None).cast(StringType()))
     reason = F.lit(None).cast(StringType())
-    for text, condition in reversed(_rejections(kind, frame)):
+    for text, condition in reversed(_rejections(kind, frame, now)):
         reason = F.when(F.coalesce(condition, F.lit(False)), F.lit(text)).otherwise(reason)
     tagged = frame.withColumn("_rejected", reason).cache()
     counts = [(kind, row["_rejected"], row["count"])
               for row in tagged.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count().collect()]
-    return tagged.where(F.col("_rejected").isNull()).drop("_rejected"), sorted(counts)
+    return tagged.where(F.col("_rejected").isNull()).drop("_rejected", UNREADABLE), sorted(counts)
+
+
+def _readable(schema: StructType) -> StructType:
+    """``schema`` with the column where the JSON reader keeps a line it could not parse."""
+    return StructType(schema.fields + [StructField(UNREADABLE, StringType(), True)])
+
+
+def _json(reader):
+    return reader.option("columnNameOfCorruptRecord", UNREADABLE).option("mode", "PERMISSIVE")
 
 
 def _exists(spark: SparkSession, path: str) -> bool:
@@ -129,7 +169,8 @@ def ingest(spark: SparkSession, root: str, history: str) -> dict[str, int]:
         source = f"{root.rstrip('/')}/{kind}"
         if not _exists(spark, source):
             continue
-        query = (spark.readStream.schema(SCHEMAS[kind]).json(source).select(*SCHEMAS[kind].fieldNames())
+        schema = _readable(SCHEMAS[kind])
+        query = (_json(spark.readStream.schema(schema)).json(source).select(*schema.fieldNames())
                  .writeStream.format("parquet").queryName(f"ingest_{kind}")
                  .option("checkpointLocation", f"{history.rstrip('/')}/_checkpoints/{kind}")
                  .trigger(availableNow=True).start(_ingested(history, kind)))
@@ -139,26 +180,29 @@ def ingest(spark: SparkSession, root: str, history: str) -> dict[str, int]:
 
 
 def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
-         history: str | None = None) -> Telemetry:
+         history: str | None = None, now: float | None = None) -> Telemetry:
     """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log; with
     ``history``, the sampled kinds come from what ``ingest`` put there); a kind with no file at all is an empty
-    frame."""
+    frame. ``now``: the job's clock (default: this machine's)."""
+    now = time.time() if now is None else now
     frames, rejected = {}, []
     for kind, schema in SCHEMAS.items():
+        schema = _readable(schema)
         if history and kind in SAMPLED:
             path, reader = _ingested(history, kind), spark.read.schema(schema).parquet
         else:
-            path, reader = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}", spark.read.schema(schema).json
+            path = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}"
+            reader = _json(spark.read.schema(schema)).json
         if _exists(spark, path):
             raw = reader(path).select(*schema.fieldNames())
         else:
             raw = spark.createDataFrame([], schema)
-        frames[kind], counts = validate(kind, raw)
+        frames[kind], counts = validate(kind, raw, now)
         rejected += counts
     return Telemetry(frames, sorted(rejected))
 
 
-def from_rows(spark: SparkSession, rows: dict[str, list[dict]]) -> Telemetry:
+def from_rows(spark: SparkSession, rows: dict[str, list[dict]], now: float | None = None) -> Telemetry:
     """The same as ``read`` for rows held in memory (the tests' generated telemetry)."""
     def value(row, field):
         # As a JSON reader would: an integral time is still a double.
@@ -169,6 +213,6 @@ def from_rows(spark: SparkSession, rows: dict[str, list[dict]]) -> Telemetry:
     for kind, schema in SCHEMAS.items():
         raw = spark.createDataFrame([tuple(value(row, f) for f in schema.fields) for row in rows.get(kind, [])],
                                     schema)
-        frames[kind], counts = validate(kind, raw)
+        frames[kind], counts = validate(kind, raw, time.time() if now is None else now)
         rejected += counts
     return Telemetry(frames, sorted(rejected))

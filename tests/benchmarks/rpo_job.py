@@ -17,7 +17,7 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUEUES = 50
-T0 = 1_800_000_000.0
+T0 = 1_700_000_000.0
 
 
 def _write(root: str, rows: int, part: str = "part", t0: float = T0) -> None:

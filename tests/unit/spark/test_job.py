@@ -33,7 +33,8 @@ def _arguments(tmp_path, **overrides):
 
 def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     ledger = [dict(row, time=row["time"] + T0) for row in _ledger_rows()]
-    queue_samples = [row for row in _queue_rows() if row["time"] < T0 + 30]  # before dc1's restart
+    # The samples before dc1's restart, moved to the last 30 s before the newest probe (current, so published).
+    queue_samples = [dict(row, time=row["time"] + AS_OF - 31) for row in _queue_rows() if row["time"] < T0 + 30]
     _store(tmp_path / "telemetry", {"probes": _probe_rows(), "queue_samples": queue_samples, "ledgers": ledger})
     with open(tmp_path / "sla.yml", "w") as handle:
         handle.write("objectives: {rpo_seconds: 30, target_ratio: 0.5}\nqueues: {'ord*': {rto_seconds: 60}}\n")
@@ -46,14 +47,14 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     assert samples[("continuity_artemis_replicated_timestamp_seconds", link)] == T0 + 289
     # Worst RPO per window 0.25, 0.25, 60, 80 (the window ending at 300 is after as_of): 2 of 4 within 30 s,
     # target 0.5: met, with the whole error budget burnt.
-    assert samples[("continuity_artemis_sla_passed", (("objective", "rpo"), ("subject", "dc1->dc2")))] == 1
+    assert samples[("continuity_artemis_rpo_objective_met", link)] == 1
     assert samples[("continuity_artemis_error_budget_burn_rate", link)] == pytest.approx(0.5 / 0.5)
     # The drill lost messages 2.5 s old (RPO objective 30 s: met) and recovered in 5 s (RTO objective 120 s: met).
-    assert samples[("continuity_artemis_sla_passed", (("objective", "rpo"), ("subject", "drill f1")))] == 1
-    assert samples[("continuity_artemis_sla_passed", (("objective", "rto"), ("subject", "drill f1")))] == 1
+    assert samples[("continuity_artemis_drill_objective_met", (("drill", "f1"), ("objective", "rpo")))] == 1
+    assert samples[("continuity_artemis_drill_objective_met", (("drill", "f1"), ("objective", "rto")))] == 1
     assert samples[("continuity_artemis_drill_lost_messages", (("drill", "f1"),))] == 5
     assert samples[("continuity_artemis_drill_duplicate_messages", (("drill", "f1"),))] == 5
-    assert samples[("continuity_artemis_objective_seconds", (("objective", "rto"), ("subject", "dc2/orders")))] == 60
+    assert samples[("continuity_artemis_rto_objective_seconds", (("datacentre", "dc2"), ("queue", "orders")))] == 60
     assert samples[("continuity_artemis_queue_backlog_messages", (("datacentre", "dc2"), ("queue", "orders")))] == 50
     assert ("continuity_artemis_rpo_job_last_success_timestamp_seconds", ()) in samples
 
@@ -95,6 +96,8 @@ def test_an_empty_store_stops_the_job_without_publishing(tmp_path):
     ("objectives: {target_ratio: 1}\n", "objectives.target_ratio must be below 1"),
     ("queues: {'a*': {rto: 5}}\n", "queues.a*: unknown key(s) rto"),
     ("window: 60\n", "unknown key(s) window"),
+    ("window_seconds: 0.5\n", "window_seconds must be a whole number of seconds, at least sample_interval_seconds"),
+    ("window_seconds: 10\nsample_interval_seconds: 30\n", "at least sample_interval_seconds (30), got 10"),
 ])
 def test_a_bad_sla_file_is_refused_naming_the_key(tmp_path, capsys, content, message):
     with open(tmp_path / "sla.yml", "w") as handle:

@@ -16,16 +16,16 @@ RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "promtool"
 DASHBOARD = os.path.join(REPO, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")
 
 
-def _published():
-    """Every metric name the job's exporter writes when every kind of result is present."""
+def _every_kind_of_result():
     link = {"source_datacentre": "dc1", "target_datacentre": "dc2"}
     queue = {"datacentre": "dc2", "queue": "orders"}
     rows = {
         "latest_lag": [dict(link, lag_p50_seconds=0.1, lag_p99_seconds=0.2, lag_max_seconds=0.3)],
-        "current_rpo": [dict(link, rpo_seconds=1.0, replicated_up_to=1.0)],
+        "current_rpo": [dict(link, rpo_seconds=1.0, evaluated_at=2.0, replicated_up_to=1.0)],
         "latest_link": [dict(link, backlog_events_last=0, connected_ratio=1.0)],
-        "latest_queue": [dict(queue, backlog_messages=0, backlog_acknowledgements=0, messages_in_per_second=1.0,
-                              acknowledged_per_second=1.0, delivering_max=0)],
+        "latest_queue": [dict(queue, backlog_messages=0, backlog_acknowledgements=0, message_count=3,
+                              message_count_max=9, messages_in_per_second=1.0, acknowledged_per_second=1.0,
+                              delivering_max=0)],
         "rto": [dict(queue, detection_seconds=30.0, activation_seconds=2.0, drain_seconds=1.0, rto_seconds=33.0)],
         "link_sla": [dict(link, objective_seconds=5.0, passed=True, burn_rate=0.0)],
         "queue_sla": [dict(queue, objective_seconds=120.0, passed=True)],
@@ -33,9 +33,16 @@ def _published():
                     "rto_seconds": 1.0, "messages_at_risk": 0}],
         "drill_sla": [{"drill": "f1", "objective": "rpo", "objective_seconds": 5.0, "passed": True}],
         "rejected": [("probes", "probe seen but never sent", 1)],
+        "probe_sources": [dict(link, as_of=2.0, age_seconds=30.0)],
+        "collector_sources": [{"datacentre": "dc1", "broker": "dc1-node1", "reported_up_to": 2.0,
+                               "age_seconds": 30.0}],
     }
-    registry = prometheus.registry_for(rows, 1.0)
-    return {family.name for family in registry.collect()}
+    return prometheus.registry_for(rows, 1.0)
+
+
+def _published():
+    """Every metric name the job's exporter writes when every kind of result is present."""
+    return {family.name for family in _every_kind_of_result().collect()}
 
 
 def _used(text):
@@ -44,6 +51,14 @@ def _used(text):
 
 def _promtool(*args):
     return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_promtool_accepts_the_exposition(tmp_path):
+    textfile = tmp_path / "rpo.prom"
+    prometheus.publish(_every_kind_of_result(), str(textfile))
+    checked = subprocess.run(["promtool", "check", "metrics"], input=textfile.read_text(), capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_the_rules_are_valid_and_alert_when_they_should():
