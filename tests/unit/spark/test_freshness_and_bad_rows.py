@@ -12,7 +12,7 @@ from continuity_rpo import job, prometheus, sla, telemetry
 from support.measurement import published
 
 from test_job import SPARK_DIR, _store
-from test_metrics import T0, W
+from test_metrics import T0
 from test_monitoring import RULES
 
 LINK = (("source_datacentre", "dc1"), ("target_datacentre", "dc2"))
