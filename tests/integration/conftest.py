@@ -58,15 +58,17 @@ def converged_back(estate):
 
 @pytest.fixture
 def dc1_active_at_the_end(estate):
-    """After a test that moved the `all` group around (swapover, failover): every node up with its broker running,
-    `all` swapped back to dc1, then site.yml with the inventory's settings."""
+    """After a test that moved the `all` group around (swapover, failover): every node up with its broker running
+    (site.yml on those whose broker is not), and `all` swapped back to dc1. These tests change no setting; anything a
+    swapover there and back left different from the inventory, the idempotence test of test_site.py (after the
+    failover and installed-collection tests) would see."""
     yield estate
     for node in estate.nodes:
         _testbed("start-node", node.name, check=False)
-    started = run_playbook("site.yml", extra_args=["--limit", ",".join(node.name for node in estate.nodes)])
-    assert started.rc == 0, started.output[-4000:]
+    stopped = [node.name for node in estate.nodes if not estate.broker_pids(node)]
+    if stopped:
+        started = run_playbook("site.yml", extra_args=["--limit", ",".join(stopped)])
+        assert started.rc == 0, started.output[-4000:]
     back = run_playbook("playbooks/swapover.yml", extra_args=[
         "-e", '{"swapover_source": "dc2", "swapover_target": "dc1", "swapover_groups": ["all"]}'])
     assert back.rc == 0, back.output[-4000:]
-    result = run_playbook("site.yml")
-    assert result.rc == 0, result.output[-4000:]
