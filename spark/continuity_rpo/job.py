@@ -98,6 +98,9 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         "probe_sources": probe_sources,
         "collector_sources": collector_sources,
         "link_windows": _rows(link_windows.orderBy("window_end")),
+        "queue_windows": _rows(queue_windows.select(
+            "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
+            "message_count_max").orderBy("window_end")),
     }
     rows["queue_sla"] = sla.queue_compliance(config, rows["rto"])
     rows["drill_sla"] = sla.drill_compliance(config, rows["drills"])

@@ -1,4 +1,8 @@
-"""A self-contained HTML report: lag and RPO over time against the objective, backlog, drills, SLA."""
+"""A self-contained HTML report: one verdict per objective, and the plots and tables it was reached from.
+
+Plots are steps over real time: a window's value holds from its start to its end (a 40 s stall inside a window
+is one 60 s step at its worst RPO, not a line between window ends). A panel or table with nothing to show says so.
+"""
 
 from __future__ import annotations
 
@@ -6,78 +10,238 @@ import base64
 import datetime
 import html
 import io
+import math
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.dates as mdates  # noqa: E402  (the backend must be chosen first)
+import matplotlib.pyplot as plt  # noqa: E402
+
+NO_DATA = "No data"
 
 
-def _when(seconds):
+def human_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _number(value, unit=""):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        text = f"{value:,.2f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
+    else:
+        text = f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{text}{unit}"
+
+
+def _link(row) -> str:
+    return f"{row['source_datacentre']} → {row['target_datacentre']}"
+
+
+def _verdict(passed) -> str:
+    if passed is None:
+        return '<b class="unknown">UNKNOWN</b>'
+    return '<b class="met">MET</b>' if passed else '<b class="missed">MISSED</b>'
+
+
+def rpo_verdicts(rows: dict, config: dict) -> list[tuple[str, bool, str]]:
+    """Per link: (link, met, why), from the same per-window worst RPO the RPO plot draws."""
+    target = config["objectives"]["target_ratio"]
+    verdicts = []
+    for row in sorted(rows["link_sla"], key=_link):
+        bad = round(row["windows"] * (1 - row["good_ratio"]))
+        verdicts.append((_link(row), bool(row["passed"]),
+                         f"{bad} of {row['windows']} window(s) over {_number(row['objective_seconds'], ' s')} "
+                         f"(at most {_number((1 - target) * 100)} % allowed), worst "
+                         f"{_number(row['worst_rpo_seconds'], ' s')}, error budget burn rate "
+                         f"{_number(row['burn_rate'])}"))
+    return verdicts
+
+
+def rto_verdicts(rows: dict) -> list[tuple[str, bool | None, str]]:
+    """Per datacentre and queue: the RTO estimate against the queue's objective (unknown without a speed)."""
+    verdicts = []
+    for row in sorted(rows["queue_sla"], key=lambda row: (row["datacentre"], row["queue"])):
+        estimate = row["estimate_seconds"]
+        why = (f"estimated {_number(estimate, ' s')} against {_number(row['objective_seconds'], ' s')}"
+               if estimate is not None else "no consumption measured at the active site: no honest estimate")
+        verdicts.append((f"{row['datacentre']}, queue {row['queue']}", row["passed"] if estimate is not None
+                         else None, why))
+    return verdicts
+
+
+def drill_verdicts(rows: dict) -> list[tuple[str, bool | None, str]]:
+    verdicts = []
+    for row in rows["drill_sla"]:
+        value = row["value_seconds"]
+        verdicts.append((f"drill {row['drill']}, {row['objective'].upper()}", row["passed"] if value is not None
+                         else None, f"{_number(value, ' s')} against {_number(row['objective_seconds'], ' s')}"
+                         if value is not None else "not measured"))
+    return verdicts
+
+
+def step_series(windows, value, window_seconds):
+    """x, y of a step plot: each window's value from its start to its end."""
+    ends = [row["window_end"] for row in windows]
+    values = [row.get(value) for row in windows]
+    xs = [_date(end - window_seconds) for end in ends] + [_date(ends[-1])]
+    ys = [math.nan if v is None else v for v in values] + [math.nan if values[-1] is None else values[-1]]
+    return xs, ys
+
+
+def _date(seconds):
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
 
 
-def _figure(link_rows, config):
-    """Three panels per link: lag p99/max, RPO with its objective, store-and-forward backlog."""
-    links = sorted({(row["source_datacentre"], row["target_datacentre"]) for row in link_rows})
-    figure, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
-    for source, target in links:
-        rows = [row for row in link_rows if (row["source_datacentre"], row["target_datacentre"]) == (source, target)]
-        times = [_when(row["window_end"]) for row in rows]
-        label = f"{source}->{target}"
-        axes[0].plot(times, [row.get("lag_p99_seconds") for row in rows], label=f"{label} p99")
-        axes[0].plot(times, [row.get("lag_max_seconds") for row in rows], linestyle=":", label=f"{label} max")
-        axes[1].plot(times, [row.get("rpo_seconds") for row in rows], label=label)
-        axes[2].plot(times, [row.get("backlog_events_max") for row in rows], label=label)
-    axes[1].axhline(config["objectives"]["rpo_seconds"], color="red", linestyle="--", label="RPO objective")
-    for axis, title in zip(axes, ("Replication lag (s)", "RPO in time (s)", "Mirror backlog (events)")):
-        axis.set_title(title)
-        if links:
-            axis.legend(loc="upper left", fontsize="small")
+def _series(rows, keys):
+    grouped = {}
+    for row in rows:
+        grouped.setdefault(tuple(row[key] for key in keys), []).append(row)
+    return {key: sorted(members, key=lambda row: row["window_end"]) for key, members in sorted(grouped.items())}
+
+
+def _panel(title, ylabel, lines, window_seconds, objective=None):
+    """One plot as a data: URI, or None when no line has a value. lines: (label, windows, column, style)."""
+    drawn = [(label, windows, column, style) for label, windows, column, style in lines
+             if any(row.get(column) is not None for row in windows)]
+    if not drawn:
+        return None
+    figure, axis = plt.subplots(figsize=(10, 3))
+    for label, windows, column, style in drawn:
+        xs, ys = step_series(windows, column, window_seconds)
+        axis.plot(xs, ys, drawstyle="steps-post", label=label, linestyle=style)
+    if objective is not None:
+        axis.axhline(objective, color="red", linestyle="--", label=f"objective {_number(objective, ' s')}")
+    axis.set_title(title)
+    axis.set_ylabel(ylabel)
+    axis.set_xlabel("time (UTC)")
+    axis.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=datetime.timezone.utc))
+    top = axis.get_ylim()[1]
+    axis.set_ylim(0, top * 1.2 if top > 0 else 1)  # room above the highest step for the legend
+    axis.legend(loc="upper left", fontsize="small")
+    figure.autofmt_xdate()
     figure.tight_layout()
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    figure.savefig(buffer, format="png", dpi=80)
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def _table(rows, columns):
-    if not rows:
-        return "<p>None.</p>"
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in columns)
+def _figure(title, image, verdict_html=""):
+    if image is None:
+        return f'<figure><figcaption>{html.escape(title)}</figcaption><p class="no-data">{NO_DATA}</p></figure>'
+    return (f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{image}">'
+            f"<figcaption>{html.escape(title)}{verdict_html}</figcaption></figure>")
 
-    def cell(value):
-        return f"{value:.3f}" if isinstance(value, float) else html.escape(str(value))
-    body = "".join("<tr>" + "".join(f"<td>{cell(row.get(column))}</td>" for column in columns) + "</tr>"
-                   for row in rows)
+
+def _plots(rows: dict, config: dict) -> str:
+    window = config["window_seconds"]
+    links = _series(rows["link_windows"], ["source_datacentre", "target_datacentre"])
+    link_names = {key: f"{key[0]} → {key[1]}" for key in links}
+    verdicts = {link: (met, why) for link, met, why in rpo_verdicts(rows, config)}
+    figures = [] if links else [_figure("RPO in time", None)]
+    for key, windows in links.items():
+        met, why = verdicts.get(link_names[key], (None, "no probe in any window"))
+        title = f"RPO in time, {link_names[key]}: worst per {window} s window"
+        figures.append(_figure(title, _panel(title, "seconds", [("worst RPO", windows, "rpo_seconds", "-")],
+                                             window, config["objectives"]["rpo_seconds"]),
+                               f" — {_verdict(met)}: {html.escape(why)}"))
+    figures.append(_figure("Replication lag of the probes (p50, p99, max per window)", _panel(
+        "Replication lag", "seconds",
+        [(f"{link_names[key]} {label}", windows, column, style) for key, windows in links.items()
+         for label, column, style in (("p50", "lag_p50_seconds", "-"), ("p99", "lag_p99_seconds", "--"),
+                                      ("max", "lag_max_seconds", ":"))], window)))
+    figures.append(_figure("Mirror store-and-forward backlog (most events per window)", _panel(
+        "Mirror backlog", "events",
+        [(link_names[key], windows, "backlog_events_max", "-") for key, windows in links.items()], window)))
+    queues = _series(rows["queue_windows"], ["datacentre", "queue"])
+    figures.append(_figure("Throughput per queue (messages per second, complete windows)", _panel(
+        "Throughput", "messages/s",
+        [(f"{dc} {queue} {label}", windows, column, style) for (dc, queue), windows in queues.items()
+         for label, column, style in (("in", "messages_in_per_second", "-"),
+                                      ("acknowledged", "acknowledged_per_second", "--"))], window)))
+    figures.append(_figure("Messages in each queue (most per window)", _panel(
+        "Queue depth", "messages",
+        [(f"{dc} {queue}", windows, "message_count_max", "-") for (dc, queue), windows in queues.items()], window)))
+    return "\n".join(figures)
+
+
+def _table(rows, columns):
+    """columns: (heading, key, unit); a time key (ending in _time, _at, _up_to, as_of) is shown in UTC."""
+    if not rows:
+        return f'<p class="no-data">{NO_DATA}</p>'
+    head = "".join(f"<th>{html.escape(heading)}</th>" for heading, _key, _unit in columns)
+
+    def cell(key, unit, value):
+        if key.endswith(("_time", "_at", "_up_to")) or key == "as_of":
+            return human_time(value)
+        return html.escape(_number(value, unit))
+    body = "".join("<tr>" + "".join(f"<td>{cell(key, unit, row.get(key))}</td>" for _h, key, unit in columns)
+                   + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _verdict_list(verdicts):
+    if not verdicts:
+        return f'<p class="no-data">{NO_DATA}</p>'
+    return "<ul>" + "".join(f"<li>{html.escape(subject)}: {_verdict(met)} — {html.escape(why)}</li>"
+                            for subject, met, why in verdicts) + "</ul>"
+
+
 def render(rows: dict, config: dict) -> str:
-    image = _figure(rows["link_windows"], config)
+    objectives = config["objectives"]
+    rto_rows = [dict(row) for row in rows["rto"]]
+    rto_objectives = {(row["datacentre"], row["queue"]): row for row in rows["queue_sla"]}
+    for row in rto_rows:
+        sla_row = rto_objectives.get((row["datacentre"], row["queue"]), {})
+        row.update(objective_seconds=sla_row.get("objective_seconds"),
+                   passed=sla_row.get("passed") if row["rto_seconds"] is not None else None)
+    current = [dict(row, link=_link(row)) for row in rows["current_rpo"]]
+    probes = [dict(row, link=_link(row)) for row in rows["probe_sources"]]
     rejected = [{"kind": kind, "reason": reason, "rows": count} for kind, reason, count in rows["rejected"]]
     sections = [
-        ("RPO objective per link", _table(rows["link_sla"], [
-            "source_datacentre", "target_datacentre", "objective_seconds", "worst_rpo_seconds", "good_ratio",
-            "passed", "burn_rate"])),
-        ("Now", _table(rows["current_rpo"], ["source_datacentre", "target_datacentre", "rpo_seconds",
-                                             "replicated_up_to"])),
-        ("RTO estimate if a datacentre took over now", _table(rows["queue_sla"], [
-            "datacentre", "queue", "estimate_seconds", "objective_seconds", "passed"])),
+        (f"RPO objective: {_number(objectives['rpo_seconds'], ' s')} in "
+         f"{_number(objectives['target_ratio'] * 100)} % of the {config['window_seconds']} s windows",
+         _verdict_list(rpo_verdicts(rows, config))),
+        (f"RTO objective (default {_number(objectives['rto_seconds'], ' s')}): if each datacentre took over now",
+         _verdict_list(rto_verdicts(rows))),
+        ("Drills against the objectives", _verdict_list(drill_verdicts(rows))),
+        ("Over time", _plots(rows, config)),
+        ("RPO now", _table(current, [
+            ("Link", "link", ""), ("RPO", "rpo_seconds", " s"), ("Evaluated at", "evaluated_at", ""),
+            ("Replicated up to", "replicated_up_to", ""), ("Oldest message at risk sent at", "oldest_at_risk", "")])),
+        ("RTO estimate, part by part", _table(rto_rows, [
+            ("Datacentre", "datacentre", ""), ("Queue", "queue", ""), ("Messages waiting", "message_count", ""),
+            ("Consumption speed", "consumption_per_second", " msg/s"), ("Detection", "detection_seconds", " s"),
+            ("Activation", "activation_seconds", " s"), ("Draining", "drain_seconds", " s"),
+            ("RTO estimate", "rto_seconds", " s"), ("Objective", "objective_seconds", " s"),
+            ("Met", "passed", "")])),
         ("Drills: the estimate before the fault beside what the ledger measured", _table(rows["drills"], [
-            "drill", "messages_at_risk", "lost", "deliveries_at_risk", "duplicates", "accepted", "rpo_seconds",
-            "rto_seconds"])),
-        ("Drills against the objectives", _table(rows["drill_sla"], [
-            "drill", "objective", "value_seconds", "objective_seconds", "passed"])),
-        ("Telemetry rejected", _table(rejected, ["kind", "reason", "rows"])),
+            ("Drill", "drill", ""), ("Fault at", "fault_time", ""), ("Messages at risk (estimate)",
+                                                                     "messages_at_risk", ""),
+            ("Lost", "lost", ""), ("Deliveries at risk (estimate)", "deliveries_at_risk", ""),
+            ("Duplicates", "duplicates", ""), ("Accepted", "accepted", ""), ("Actual RPO", "rpo_seconds", " s"),
+            ("Actual RTO", "rto_seconds", " s")])),
+        ("Telemetry freshness: probers", _table(probes, [
+            ("Route", "link", ""), ("Reported up to", "as_of", ""), ("Age when the job ran", "age_seconds", " s")])),
+        ("Telemetry freshness: collectors", _table(rows["collector_sources"], [
+            ("Datacentre", "datacentre", ""), ("Broker", "broker", ""), ("Reported up to", "reported_up_to", ""),
+            ("Age when the job ran", "age_seconds", " s")])),
+        ("Telemetry rejected", _table(rejected, [("Kind", "kind", ""), ("Reason", "reason", ""),
+                                                  ("Rows", "rows", "")])),
     ]
-    body = "\n".join(f"<h2>{html.escape(title)}</h2>\n{table}" for title, table in sections)
+    body = "\n".join(f"<h2>{html.escape(title)}</h2>\n{content}" for title, content in sections)
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>continuity.artemis RPO/RTO</title>
-<style>body{{font-family:sans-serif}} table{{border-collapse:collapse}} td,th{{border:1px solid #999;padding:2px 6px}}</style>
+<html><head><meta charset="utf-8"><title>continuity.artemis RPO and RTO</title>
+<style>body{{font-family:sans-serif}} table{{border-collapse:collapse}} td,th{{border:1px solid #999;padding:2px 6px}}
+.met{{color:#060}} .missed{{color:#b00}} .unknown{{color:#a60}} .no-data{{color:#666;font-style:italic}}</style>
 </head><body>
-<h1>RPO and RTO, as of {_when(rows['as_of']).isoformat()}</h1>
-<img alt="lag, RPO and backlog over time" src="data:image/png;base64,{image}">
+<h1>RPO and RTO as of {human_time(rows['as_of'])}</h1>
 {body}
 </body></html>
 """

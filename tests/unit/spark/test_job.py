@@ -62,6 +62,10 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     assert (history.lost, history.duplicates, history.rpo_seconds, history.rto_seconds) == (5, 5, 2.5, 5.0)
     report = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in report and "<td>f1</td>" in report
+    # The verdict counts the windows the RPO plot draws over the objective.
+    drawn = [row for row in rows["link_windows"] if row["rpo_seconds"] is not None]
+    assert len([row for row in drawn if row["rpo_seconds"] > 30]) == 2 and len(drawn) == 4
+    assert "dc1 → dc2: <b class=\"met\">MET</b> — 2 of 4 window(s) over 30 s" in report
 
 
 def test_rejected_rows_are_published_beside_the_numbers(spark, tmp_path):
