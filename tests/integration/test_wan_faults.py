@@ -7,7 +7,7 @@ import pytest
 
 from support import amqp
 
-PARTITION_SECONDS = 30
+PARTITION_SECONDS = 15
 RATE = 200  # messages per second while partitioned
 
 
