@@ -16,8 +16,8 @@ read (truncated, not JSON, a value of the wrong type) is rejected and counted wi
 Incremental mode: ``ingest`` appends the files written since its last run to Parquet tables under
 ``<history>/telemetry/<kind>/hour=<hour>/batch=<batch>`` (a Structured Streaming query per sampled kind, trigger
 availableNow, checkpointed in ``<history>/_checkpoints/<kind>``, so that every file is taken exactly once), and
-``read(..., history=..., since=...)`` reads the sampled kinds from there, only the hours from ``since`` on. Writers
-publish only complete files (store.py), which the streaming source needs: it reads a file once.
+``read(..., history=..., since=...)`` reads the sampled kinds from there, only the hours from ``since`` on. Writers publish only complete files (store.py), which the streaming source needs: it reads
+a file once.
 """
 
 from __future__ import annotations
@@ -160,17 +160,10 @@ def _json(reader):
     return reader.option("columnNameOfCorruptRecord", UNREADABLE).option("mode", "PERMISSIVE")
 
 
-def _hadoop_path(spark: SparkSession, path: str):
-    """(file system, path) as Spark sees them (local, HDFS, S3, ...)."""
-    context = spark.sparkContext
-    hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)  # pylint: disable=protected-access
-    return hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()), hadoop_path  # pylint: disable=protected-access
-
-
 def path_exists(spark: SparkSession, path: str) -> bool:
-    """Whether a path exists, asked of the file system Spark uses for it."""
-    file_system, hadoop_path = _hadoop_path(spark, path)
-    return file_system.exists(hadoop_path)
+    """Whether a path exists, asked of the file system Spark uses for it (local, HDFS, S3, ...)."""
+    hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)  # pylint: disable=protected-access
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
 
 
 def _ingested(history: str, kind: str) -> str:
@@ -233,8 +226,9 @@ def ingest(spark: SparkSession, root: str, history: str, now: float | None = Non
 
 def _hours_since(spark: SparkSession, table: str, since: float | None) -> list[str]:
     """The hour partitions of an ingested table that may hold rows at or after ``since`` (all timed ones without)."""
-    file_system, path = _hadoop_path(spark, table)
-    statuses = file_system.listStatus(path)
+    jvm = spark.sparkContext._jvm  # pylint: disable=protected-access
+    path = jvm.org.apache.hadoop.fs.Path(table)
+    statuses = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(path)  # pylint: disable=protected-access
     first = UNTIMED_HOUR + 1 if since is None else int(since // HOUR_SECONDS)
     hours = []
     for status in statuses:
