@@ -232,8 +232,8 @@ def render(rows: dict, config: dict) -> str:
         ("Telemetry freshness: collectors", _table(rows["collector_sources"], [
             ("Datacentre", "datacentre", ""), ("Broker", "broker", ""), ("Reported up to", "reported_up_to", ""),
             ("Age when the job ran", "age_seconds", " s")])),
-        ("Telemetry rejected", _table(rejected, [("Kind", "kind", ""), ("Reason", "reason", ""),
-                                                  ("Rows", "rows", "")])),
+        ("Telemetry rejected", _table(rejected, [
+            ("Kind", "kind", ""), ("Reason", "reason", ""), ("Rows", "rows", "")])),
     ]
     body = "\n".join(f"<h2>{html.escape(title)}</h2>\n{content}" for title, content in sections)
     return f"""<!DOCTYPE html>
