@@ -14,7 +14,7 @@ from support.estate import REPO_ROOT
 
 # A PEM private-key header of any kind (PKCS#8, RSA, EC, encrypted); spelt with counts so that this file holds none.
 # \x45 is "E": written so, this file does not hold the marker it looks for.
-PRIVATE_KEY = re.compile(rb"-{5}B\x45GIN ([A-Z0-9 ]+ )?PRIVATE KEY-{5}")
+PRIVATE_KEY = re.compile(rb"-{5}B\x45GIN ([A-Z0-9 ]+ )?PRIV\x41TE KEY-{5}")
 
 
 def _tracked_files():
