@@ -24,7 +24,7 @@ NO_DATA = "No data"
 def human_time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return _date(seconds).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _number(value, unit=""):
