@@ -20,7 +20,7 @@ import time
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from continuity_rpo import metrics, prometheus, report, sla, telemetry
+from continuity_rpo import incremental, metrics, prometheus, report, sla, telemetry
 from continuity_rpo.errors import ConfigError
 from continuity_rpo.session import spark_session
 
@@ -47,56 +47,96 @@ def as_of_time(data: telemetry.Telemetry) -> float | None:
     return max(newest) if newest else None
 
 
+def _part(link_windows: DataFrame, present: str, columns: list[str]) -> DataFrame:
+    """The windows of link_windows that have ``present``, with ``columns``: the lag, RPO or backlog series."""
+    return link_windows.where(F.col(present).isNotNull()).select(*metrics.LINK_KEYS, "window_end", *columns)
+
+
 def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of: float | None = None,
-            clock: float | None = None) -> dict:
+            clock: float | None = None, run: incremental.Run | None = None) -> dict:
     """Every table of the job as DataFrames, plus plain rows for publishing. ``as_of``: evaluate at this time
     (default: the newest valid row); ``clock``: the time the sources' ages are measured against (default: ``as_of``
-    when given, else this machine's clock)."""
+    when given, else this machine's clock); ``run``: an incremental run (``data`` then holds the rows from its
+    ``read_from`` on, and what it does not recompute comes from ``run.previous``)."""
     window = config["window_seconds"]
+    previous = run.previous if run else None
     clock = clock if clock is not None else as_of if as_of is not None else time.time()
-    as_of = as_of if as_of is not None else as_of_time(data)
+    as_of = as_of if as_of is not None else max(
+        [t for t in (as_of_time(data), previous.as_of if previous else None) if t is not None], default=None)
     if as_of is None:
         raise telemetry.TelemetryError("no valid probe, queue or link sample in the telemetry: nothing to measure"
                                        + (f" (rejected: {data.rejected})" if data.rejected else ""))
     data = data.until(as_of)
-    latencies, skewed = metrics.probe_latencies(data["probes"])
+    latencies, skewed = metrics.probe_latencies(data["probes"], run.probes_counted_from if previous else None)
     latencies = latencies.cache()
-    rejected = sorted(data.rejected + [("probes", row["reason"], row["count"]) for row in skewed.collect()])
+    skewed = [("probes", row["reason"], row["count"]) for row in skewed.collect()]
+    probe_sources = _rows(metrics.probe_reported_up_to(data["probes"]))
+    collector_sources = _rows(metrics.collector_reported_up_to(data["queue_samples"], data["link_samples"]))
+    if run:
+        # Sampled kinds counted once, when ingested; ledgers and events are read whole on every run.
+        rejected = ([row for row in data.rejected if row[0] not in telemetry.SAMPLED] +
+                    (incremental.add_rejected(run.ingested.rejected + skewed, previous) if previous
+                     else run.ingested.rejected + skewed))
+    else:
+        rejected = data.rejected + skewed
+    if previous:
+        probe_sources = incremental.newest(probe_sources, previous.state["probe_sources"], metrics.LINK_KEYS, "as_of")
+        collector_sources = incremental.newest(collector_sources, previous.state["collector_sources"],
+                                               ["datacentre", "broker"], "reported_up_to")
     # Each route as of what its prober has reported: a collector further ahead says nothing about the target.
-    route_as_of = metrics.probe_reported_up_to(data["probes"]).cache()
+    route_as_of = spark.createDataFrame([tuple(row[key] for key in metrics.LINK_KEYS + ["as_of"])
+                                         for row in probe_sources],
+                                        "source_datacentre string, target_datacentre string, as_of double")
 
     lag = metrics.replication_lag(latencies, window, route_as_of)
     rpo = metrics.rpo_over_time(latencies, window, route_as_of)
     links = metrics.link_backlog(data["link_samples"], window)
     link_windows = (rpo.join(lag, metrics.LINK_KEYS + ["window_end"], "left")
-                    .join(links, metrics.LINK_KEYS + ["window_end"], "full")).cache()
-    queue_windows = metrics.queue_backlog(metrics.queue_flow(data["queue_samples"], window)).cache()
+                    .join(links, metrics.LINK_KEYS + ["window_end"], "full"))
+    flow = metrics.queue_flow(data["queue_samples"], window)
+    if previous:
+        link_windows = incremental.merge_windows(previous.link_windows, link_windows, run.touched)
+        flow = incremental.carry_counter_resets(flow, previous, run.touched)
+    link_windows = link_windows.cache()
+    queue_windows = metrics.queue_backlog(flow)
+    if previous:
+        queue_windows = incremental.merge_windows(previous.queue_windows, queue_windows, run.touched)
+    queue_windows = queue_windows.cache()
 
     durations = metrics.operation_durations(data["events"]).cache()
     activation = metrics.activation_seconds(durations, config["activation_seconds"])
     rto = metrics.rto_estimate(queue_windows, config["detection_seconds"], activation)
     drills = metrics.drill_outcomes(data["ledgers"])
-    drills = drills.join(metrics.at_risk_before(data["queue_samples"], drills), "drill", "left").cache()
+    at_risk = metrics.at_risk_before(data["queue_samples"], drills)
+    if previous and previous.drills is not None:
+        at_risk = incremental.merge_estimates(at_risk, previous.drills, drills, run.read_from + window)
+    drills = drills.join(at_risk, "drill", "left").cache()
 
     tables = {"link_windows": link_windows, "queue_windows": queue_windows, "rto_estimates": rto,
               "drills": drills, "operations": durations}
-    link_sla = sla.link_compliance(rpo, config["objectives"])
-    probe_sources = [dict(row, age_seconds=clock - row["as_of"]) for row in _rows(route_as_of)]
-    collector_sources = [dict(row, age_seconds=clock - row["reported_up_to"]) for row in
-                         _rows(metrics.collector_reported_up_to(data["queue_samples"], data["link_samples"]))]
+    link_sla = sla.link_compliance(_part(link_windows, "rpo_seconds", ["rpo_seconds"]), config["objectives"])
+    lag = _part(link_windows, "probes_sent", ["probes_sent", "probes_seen", "lag_p50_seconds", "lag_p99_seconds",
+                                              "lag_max_seconds"])
+    links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
+                                                     "last_sample_time"])
+    current_rpo = _rows(metrics.current_rpo(latencies, route_as_of))
+    if previous:
+        current_rpo = incremental.current_rpo(current_rpo, previous, probe_sources, run.touched)
     rows = {
         "as_of": as_of,
         "clock": clock,
+        "recomputed_from": run.touched if run else None,
+        "read_from": run.read_from if run else None,
         "latest_lag": _rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
-        "current_rpo": _rows(metrics.current_rpo(latencies, route_as_of)),
+        "current_rpo": current_rpo,
         "latest_link": _rows(_current(links, metrics.LINK_KEYS, as_of, window)),
         "latest_queue": _rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
         "rto": _rows(rto),
         "drills": _rows(drills),
         "link_sla": _rows(link_sla),
-        "rejected": rejected,
-        "probe_sources": probe_sources,
-        "collector_sources": collector_sources,
+        "rejected": sorted(rejected),
+        "probe_sources": [dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
+        "collector_sources": [dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
         "link_windows": _rows(link_windows.orderBy("window_end")),
         "queue_windows": _rows(queue_windows.select(
             "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
@@ -107,23 +147,35 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     return {"tables": tables, "rows": rows}
 
 
-def write_history(tables: dict, output: str) -> None:
-    """One Parquet table per result; each run replaces them with what the whole telemetry gives."""
+def write_history(tables: dict, output: str, touched: float | None = None) -> None:
+    """One Parquet table per result. The per-window tables keep a partition per day: an incremental run rewrites
+    the days from ``touched`` on; otherwise every table is replaced with what the whole telemetry gives."""
     for name, frame in tables.items():
-        frame.write.mode("overwrite").parquet(f"{output.rstrip('/')}/{name}")
+        path = f"{output.rstrip('/')}/{name}"
+        if name in incremental.WINDOW_TABLES:
+            incremental.write_windows(frame, path, touched)
+        else:
+            frame.write.mode("overwrite").parquet(path)
 
 
 def run(spark: SparkSession, arguments, config: dict) -> dict:
-    history = None
-    if arguments.incremental:
-        history = arguments.output
-        for kind, count in telemetry.ingest(spark, arguments.telemetry, history).items():
-            print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
+    plan = None
     clock = time.time()
+    if arguments.incremental:
+        ingested = telemetry.ingest(spark, arguments.telemetry, arguments.output, now=clock)
+        plan = incremental.plan(ingested, incremental.load(spark, arguments.output), config["window_seconds"])
+        for kind, count in ingested.rows.items():
+            print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
+        if plan.previous:
+            print(f"continuity_rpo: recomputing the windows from {plan.touched:.0f}, reading from "
+                  f"{plan.read_from:.0f}", file=sys.stderr)
     data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
-                          history, now=clock)
-    results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of)
-    write_history(results["tables"], arguments.output)
+                          arguments.output if plan else None, now=clock, since=plan.read_from if plan else None)
+    results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of,
+                      plan)
+    write_history(results["tables"], arguments.output, plan.touched if plan else None)
+    if plan:
+        incremental.write_state(spark, arguments.output, results["rows"])
     finished = time.time()
     prometheus.publish(prometheus.registry_for(results["rows"], finished), arguments.textfile, arguments.pushgateway)
     if arguments.report:
@@ -150,6 +202,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     arguments = parser().parse_args(argv)
+    if arguments.incremental and arguments.as_of is not None:
+        print("continuity_rpo: --as-of evaluates the whole telemetry at a past time; it cannot be combined with "
+              "--incremental", file=sys.stderr)
+        return 2
     try:
         config = sla.load(arguments.sla)
     except (ConfigError, OSError) as exc:

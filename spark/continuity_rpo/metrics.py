@@ -18,11 +18,12 @@ def window_end(column, window):
     return (F.floor(column / window) + 1) * window
 
 
-def probe_latencies(probes: DataFrame) -> tuple[DataFrame, DataFrame]:
+def probe_latencies(probes: DataFrame, counted_from: float | None = None) -> tuple[DataFrame, DataFrame]:
     """Per probe: sent_time, seen_time (null while not visible at the target) and lag_seconds.
 
     Returns (probes, rejected): a probe seen before it was sent (clock skew, or a corrupt record) and a probe seen
-    without a "sent" record are rejected, never clipped to a lag of zero.
+    without a "sent" record are rejected, never clipped to a lag of zero. ``counted_from`` (an incremental run): only
+    probes with a row from then on are counted, the earlier ones were when their rows arrived.
     """
     keys = ["probe_id"] + LINK_KEYS
     sent = probes.where(F.col("event") == "sent").groupBy(*keys).agg(F.min("time").alias("sent_time"))
@@ -31,7 +32,10 @@ def probe_latencies(probes: DataFrame) -> tuple[DataFrame, DataFrame]:
     reason = (F.when(F.col("sent_time").isNull(), F.lit("probe seen but never sent"))
               .when(F.col("lag_seconds") < 0, F.lit("probe seen before it was sent (clock skew)")))
     tagged = joined.withColumn("reason", reason)
-    rejected = tagged.where(F.col("reason").isNotNull()).groupBy("reason").count()
+    counted = F.col("reason").isNotNull()
+    if counted_from is not None:
+        counted &= F.greatest("sent_time", "seen_time") >= counted_from
+    rejected = tagged.where(counted).groupBy("reason").count()
     return tagged.where(F.col("reason").isNull()).drop("reason"), rejected
 
 
@@ -45,10 +49,13 @@ def _with_as_of(latencies: DataFrame, as_of) -> DataFrame:
 
 def replication_lag(latencies: DataFrame, window: int, as_of) -> DataFrame:
     """Per link and window (by the time a probe was sent): probes sent and seen, lag p50/p99/max; a probe not seen by
-    ``as_of`` counts with its age then (at least that much lag), not left out."""
+    ``as_of`` counts with its age then (at least that much lag), not left out, or until a later probe was seen (the
+    mirror delivers in order: it was there by then, and a window's figures no longer change once all its probes
+    are seen or covered)."""
     seen = F.col("seen_time").isNotNull() & (F.col("seen_time") <= F.col("as_of"))
-    lag = F.when(seen, F.col("lag_seconds")).otherwise(F.col("as_of") - F.col("sent_time"))
-    return (_with_as_of(latencies, as_of).where(F.col("sent_time") <= F.col("as_of"))
+    lag = F.when(seen, F.col("lag_seconds")).otherwise(
+        F.least(F.coalesce(F.col("covered_time"), F.col("as_of")), F.col("as_of")) - F.col("sent_time"))
+    return (_with_as_of(_covered(latencies), as_of).where(F.col("sent_time") <= F.col("as_of"))
             .withColumn("lag", lag)
             .withColumn("window_end", window_end(F.col("sent_time"), window))
             .groupBy(*LINK_KEYS, "window_end")
@@ -68,7 +75,8 @@ def _covered(latencies: DataFrame) -> DataFrame:
 
 
 def rpo_over_time(latencies: DataFrame, window: int, as_of) -> DataFrame:
-    """The worst RPO in time of every complete window up to ``as_of`` (per link, see ``_with_as_of``). RPO at an
+    """The worst RPO in time of every complete window up to ``as_of`` (per link, see ``_with_as_of``), and the RPO
+    at its end (null when nothing was outstanding then: where an incremental run may start). RPO at an
     instant is the age of the oldest probe not yet covered at the target then; a probe sent at s and covered at c
     (or still outstanding at ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is
     therefore the largest min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts
@@ -85,7 +93,9 @@ def rpo_over_time(latencies: DataFrame, window: int, as_of) -> DataFrame:
                    .withColumn("window_end", (F.col("k") * window).cast("double"))
                    .groupBy(*LINK_KEYS, "window_end")
                    .agg(F.max(F.least(F.col("until"), F.col("window_end")) - F.col("sent_time"))
-                        .alias("rpo_seconds")))
+                        .alias("rpo_seconds"),
+                        F.max(F.when(F.col("until") > F.col("window_end"), F.col("window_end") - F.col("sent_time")))
+                        .alias("rpo_at_end_seconds")))
     span = (evaluated.groupBy(*LINK_KEYS).agg(F.min("sent_time").alias("first"), F.max("as_of").alias("as_of"))
             .select(*LINK_KEYS, F.explode(F.sequence(F.floor(F.col("first") / window) + 1,
                                                      F.floor(F.col("as_of") / window))).alias("k"))

@@ -14,10 +14,10 @@ seconds (NaN, infinite, milliseconds), lies further in the future than the clock
 read (truncated, not JSON, a value of the wrong type) is rejected and counted with that reason; the rest is used.
 
 Incremental mode: ``ingest`` appends the files written since its last run to Parquet tables under
-``<history>/telemetry/<kind>`` (a Structured Streaming query per sampled kind, trigger availableNow, checkpointed in
-``<history>/_checkpoints/<kind>``, so that every file is taken exactly once), and ``read(..., history=...)`` reads the
-sampled kinds from there. Writers publish only complete files (store.py), which the streaming source needs: it reads
-a file once.
+``<history>/telemetry/<kind>/hour=<hour>/batch=<batch>`` (a Structured Streaming query per sampled kind, trigger
+availableNow, checkpointed in ``<history>/_checkpoints/<kind>``, so that every file is taken exactly once), and
+``read(..., history=..., since=...)`` reads the sampled kinds from there, only the hours from ``since`` on. Writers
+publish only complete files (store.py), which the streaming source needs: it reads a file once.
 """
 
 from __future__ import annotations
@@ -130,17 +130,25 @@ def _rejections(kind, frame, now):
     return reasons
 
 
-def validate(kind, frame, now: float):
-    """Split ``frame`` into (valid rows, [(kind, reason, count)]); ``now`` is the job's clock (Unix seconds)."""
+def _tagged(kind, frame, now):
+    """``frame`` with ``_rejected``: why a row cannot be used (null when it can)."""
     if UNREADABLE not in frame.columns:
         frame = frame.withColumn(UNREADABLE, F.lit(None).cast(StringType()))
     reason = F.lit(None).cast(StringType())
     for text, condition in reversed(_rejections(kind, frame, now)):
         reason = F.when(F.coalesce(condition, F.lit(False)), F.lit(text)).otherwise(reason)
-    tagged = frame.withColumn("_rejected", reason).cache()
-    counts = [(kind, row["_rejected"], row["count"])
-              for row in tagged.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count().collect()]
-    return tagged.where(F.col("_rejected").isNull()).drop("_rejected", UNREADABLE), sorted(counts)
+    return frame.withColumn("_rejected", reason)
+
+
+def _rejected_counts(kind, tagged):
+    return sorted((kind, row["_rejected"], row["count"])
+                  for row in tagged.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count().collect())
+
+
+def validate(kind, frame, now: float):
+    """Split ``frame`` into (valid rows, [(kind, reason, count)]); ``now`` is the job's clock (Unix seconds)."""
+    tagged = _tagged(kind, frame, now).cache()
+    return tagged.where(F.col("_rejected").isNull()).drop("_rejected", UNREADABLE), _rejected_counts(kind, tagged)
 
 
 def _readable(schema: StructType) -> StructType:
@@ -152,50 +160,112 @@ def _json(reader):
     return reader.option("columnNameOfCorruptRecord", UNREADABLE).option("mode", "PERMISSIVE")
 
 
-def _exists(spark: SparkSession, path: str) -> bool:
-    """Whether a path exists, asked of the file system Spark uses for it (local, HDFS, S3, ...)."""
-    hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)  # pylint: disable=protected-access
-    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
+def _hadoop_path(spark: SparkSession, path: str):
+    """(file system, path) as Spark sees them (local, HDFS, S3, ...)."""
+    context = spark.sparkContext
+    hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)  # pylint: disable=protected-access
+    return hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()), hadoop_path  # pylint: disable=protected-access
+
+
+def path_exists(spark: SparkSession, path: str) -> bool:
+    """Whether a path exists, asked of the file system Spark uses for it."""
+    file_system, hadoop_path = _hadoop_path(spark, path)
+    return file_system.exists(hadoop_path)
 
 
 def _ingested(history: str, kind: str) -> str:
     return f"{history.rstrip('/')}/telemetry/{kind}"
 
 
-def ingest(spark: SparkSession, root: str, history: str) -> dict[str, int]:
-    """Append the sampled kinds' files not ingested yet to their Parquet tables; the rows taken per kind."""
-    taken = {}
+# Ingested rows are kept per hour of their time (a row without a usable time in hour=-1), so that a run reads only
+# the hours it recomputes; inside an hour, per streaming batch, so that a batch run again after a crash replaces
+# what it wrote before instead of adding it twice.
+HOUR_SECONDS = 3600
+UNTIMED_HOUR = -1
+
+
+def _plausible(seconds):
+    return ~F.isnan(seconds) & (F.abs(seconds) < LATEST_PLAUSIBLE_SECONDS)
+
+
+def _hour(seconds):
+    return F.when(_plausible(seconds), F.floor(seconds / HOUR_SECONDS)).otherwise(F.lit(UNTIMED_HOUR))
+
+
+@dataclasses.dataclass
+class Ingested:
+    """What one incremental run took: rows per kind, the earliest usable time among them (where the run's
+    recomputation starts), and the rows rejected among them per (kind, reason)."""
+    rows: dict[str, int] = dataclasses.field(default_factory=dict)
+    earliest: dict[str, float] = dataclasses.field(default_factory=dict)
+    rejected: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
+
+
+def ingest(spark: SparkSession, root: str, history: str, now: float | None = None) -> Ingested:
+    """Append the sampled kinds' files not ingested yet to their Parquet tables."""
+    now = time.time() if now is None else now
+    taken = Ingested()
     for kind in SAMPLED:
         source = f"{root.rstrip('/')}/{kind}"
-        if not _exists(spark, source):
+        if not path_exists(spark, source):
             continue
         schema = _readable(SCHEMAS[kind])
+
+        def write_batch(batch, batch_id, kind=kind):
+            batch = batch.withColumn("hour", _hour(F.col("time"))).withColumn("batch", F.lit(batch_id)).persist()
+            count, earliest = batch.agg(F.count("*"), F.min(F.when(_plausible(F.col("time")), F.col("time")))).first()
+            (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("hour", "batch")
+             .parquet(_ingested(history, kind)))
+            counts = _rejected_counts(kind, _tagged(kind, batch, now))
+            batch.unpersist()
+            taken.rows[kind] = taken.rows.get(kind, 0) + count
+            if earliest is not None:
+                taken.earliest[kind] = min(earliest, taken.earliest.get(kind, earliest))
+            taken.rejected.extend(counts)
+
         query = (_json(spark.readStream.schema(schema)).json(source).select(*schema.fieldNames())
-                 .writeStream.format("parquet").queryName(f"ingest_{kind}")
+                 .writeStream.foreachBatch(write_batch).queryName(f"ingest_{kind}")
                  .option("checkpointLocation", f"{history.rstrip('/')}/_checkpoints/{kind}")
-                 .trigger(availableNow=True).start(_ingested(history, kind)))
+                 .trigger(availableNow=True).start())
         query.awaitTermination()
-        taken[kind] = sum(progress["numInputRows"] for progress in query.recentProgress)
     return taken
 
 
+def _hours_since(spark: SparkSession, table: str, since: float | None) -> list[str]:
+    """The hour partitions of an ingested table that may hold rows at or after ``since`` (all timed ones without)."""
+    file_system, path = _hadoop_path(spark, table)
+    statuses = file_system.listStatus(path)
+    first = UNTIMED_HOUR + 1 if since is None else int(since // HOUR_SECONDS)
+    hours = []
+    for status in statuses:
+        name = status.getPath().getName()
+        if status.isDirectory() and name.startswith("hour=") and int(name[len("hour="):]) >= first:
+            hours.append(f"{table}/{name}")
+    return hours
+
+
 def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
-         history: str | None = None, now: float | None = None) -> Telemetry:
+         history: str | None = None, now: float | None = None, since: float | None = None) -> Telemetry:
     """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log; with
-    ``history``, the sampled kinds come from what ``ingest`` put there); a kind with no file at all is an empty
-    frame. ``now``: the job's clock (default: this machine's)."""
+    ``history``, the sampled kinds come from what ``ingest`` put there, only from ``since`` on when given); a kind
+    with no file at all is an empty frame. ``now``: the job's clock (default: this machine's)."""
     now = time.time() if now is None else now
     frames, rejected = {}, []
     for kind, schema in SCHEMAS.items():
         schema = _readable(schema)
+        raw = None
         if history and kind in SAMPLED:
-            path, reader = _ingested(history, kind), spark.read.schema(schema).parquet
+            table = _ingested(history, kind)
+            hours = _hours_since(spark, table, since) if path_exists(spark, table) else []
+            if hours:
+                raw = spark.read.schema(schema).option("basePath", table).parquet(*hours).select(*schema.fieldNames())
+                if since is not None:
+                    raw = raw.where(F.col("time") >= since)
         else:
             path = (paths or {}).get(kind) or f"{root.rstrip('/')}/{kind}"
-            reader = _json(spark.read.schema(schema)).json
-        if _exists(spark, path):
-            raw = reader(path).select(*schema.fieldNames())
-        else:
+            if path_exists(spark, path):
+                raw = _json(spark.read.schema(schema)).json(path).select(*schema.fieldNames())
+        if raw is None:
             raw = spark.createDataFrame([], schema)
         frames[kind], counts = validate(kind, raw, now)
         rejected += counts

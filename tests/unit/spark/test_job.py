@@ -110,27 +110,3 @@ def test_a_bad_sla_file_is_refused_naming_the_key(tmp_path, capsys, content, mes
                      str(tmp_path / "sla.yml")])
     assert code == 2
     assert message in capsys.readouterr().err
-
-
-def test_incremental_runs_take_each_file_once_and_agree_with_a_batch_run(spark, tmp_path):
-    probes = sorted(_probe_rows(), key=lambda row: row["time"])
-    half = len(probes) // 2
-    telemetry_root = tmp_path / "telemetry"
-    _store(telemetry_root, {"probes": probes[:half]})
-    # A segment a writer still has open (store.py): neither mode may read it.
-    with open(telemetry_root / "probes" / ".open-segment.jsonl", "w") as handle:
-        handle.write(json.dumps(dict(probes[0], probe_id="unfinished")) + "\n")
-    incremental = _arguments(tmp_path, incremental=True, report=None)
-    first = job.run(spark, incremental, job.sla.load(None))
-    assert first["as_of"] == max(row["time"] for row in probes[:half])
-
-    with open(telemetry_root / "probes" / "part-1.jsonl", "w") as handle:
-        handle.writelines(json.dumps(row) + "\n" for row in probes[half:])
-    second = job.run(spark, incremental, job.sla.load(None))
-    ingested = spark.read.parquet(str(tmp_path / "history" / "telemetry" / "probes"))
-    assert ingested.count() == len(probes)
-    assert ingested.where("probe_id = 'unfinished'").count() == 0
-
-    batch = job.run(spark, _arguments(tmp_path, output=str(tmp_path / "batch"), report=None), job.sla.load(None))
-    for key in ("as_of", "current_rpo", "latest_lag", "link_sla", "link_windows"):
-        assert second[key] == batch[key], key
