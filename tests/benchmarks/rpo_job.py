@@ -4,11 +4,13 @@ Writes ROWS rows of telemetry (a third probes, two thirds queue and link samples
 datacentres every 5 s and a prober probing every second would), runs the job's command line over them and prints
 the job's wall time and rows per second as JSON; then the incremental mode: a first run that ingests everything,
 and a run after 1% more rows arrived, following on from the others (it recomputes only the windows they touch).
-Measured, never asserted.
+The figures are also written to tests/benchmarks/results/rpo_job-<rows>.json, with the commit and the machine, to
+be committed with the change they measure. Measured, never asserted.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -72,9 +74,25 @@ def main(rows: int) -> None:
         first = _job_seconds(work, "--output", f"{work}/incremental", "--incremental")
         _write(f"{work}/telemetry", rows // 100, part="more", t0=_end(rows))  # the next rows, as a collector would
         more = _job_seconds(work, "--output", f"{work}/incremental", "--incremental")
-    print(json.dumps({"rows": rows, "generate_s": round(generated, 1), "job_s": round(batch, 1),
-                      "rows_per_s": round(rows / batch), "incremental_first_run_s": round(first, 1),
-                      "incremental_after_1pct_more_s": round(more, 1)}))
+    figures = {"rows": rows, "generate_s": round(generated, 1), "job_s": round(batch, 1),
+               "rows_per_s": round(rows / batch), "incremental_first_run_s": round(first, 1),
+               "incremental_after_1pct_more_s": round(more, 1)}
+    print(json.dumps(figures))
+    _record(figures)
+
+
+def _record(figures: dict) -> None:
+    commit = subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    machine = {"cpus": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                                                             / 2 ** 30)}
+    results = os.path.join(REPO_ROOT, "tests", "benchmarks", "results")
+    os.makedirs(results, exist_ok=True)
+    with open(os.path.join(results, f"rpo_job-{figures['rows']}.json"), "w") as handle:
+        json.dump(dict(figures, commit=commit, machine=machine,
+                       measured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
+                  handle, indent=2)
+        handle.write("\n")
 
 
 if __name__ == "__main__":
