@@ -20,6 +20,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from continuity_rpo.results import Results
 from continuity_rpo.telemetry import SAMPLED, Ingested, path_exists
 
 DAY_SECONDS = 86400
@@ -164,13 +165,14 @@ def write_windows(frame: DataFrame, path: str, touched: float | None) -> None:
      .partitionBy("day").parquet(path))
 
 
-def write_state(spark: SparkSession, history: str, rows: dict) -> None:
+def write_state(spark: SparkSession, history: str, results: Results) -> None:
     # The ledgers and the event log are read whole on every run: only the sampled kinds' counts add up.
-    values = dict(rows, rejected=[{"kind": kind, "reason": reason, "count": count}
-                                  for kind, reason, count in rows["rejected"] if kind in SAMPLED])
+    rejected = [{"kind": kind, "reason": reason, "count": count}
+                for kind, reason, count in results.rejected if kind in SAMPLED]
     for name, schema in STATE_SCHEMAS.items():
         columns = [field.split()[0] for field in schema.split(", ")]
-        frame = spark.createDataFrame([tuple(row.get(column) for column in columns) for row in values[name]], schema)
+        rows = rejected if name == "rejected" else getattr(results, name)
+        frame = spark.createDataFrame([tuple(row.get(column) for column in columns) for row in rows], schema)
         frame.write.mode("overwrite").parquet(_path(history, f"state/{name}"))
 
 

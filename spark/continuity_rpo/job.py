@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from continuity_rpo import incremental, metrics, prometheus, report, sla, telemetry
 from continuity_rpo.errors import ConfigError
+from continuity_rpo.results import Results
 from continuity_rpo.session import spark_session
 
 
@@ -53,9 +54,9 @@ def _part(link_windows: DataFrame, present: str, columns: list[str]) -> DataFram
 
 
 def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of: float | None = None,
-            clock: float | None = None, run: incremental.Run | None = None) -> dict:
-    """Every table of the job as DataFrames, plus plain rows for publishing. ``as_of``: evaluate at this time
-    (default: the newest valid row); ``clock``: the time the sources' ages are measured against (default: ``as_of``
+            clock: float | None = None, run: incremental.Run | None = None) -> Results:
+    """What the telemetry says: plain rows for publishing, and ``tables``, DataFrames for the history. ``as_of``:
+    evaluate at this time (default: the newest valid row); ``clock``: the time the sources' ages are measured against (default: ``as_of``
     when given, else this machine's clock); ``run``: an incremental run (``data`` then holds the rows from its
     ``read_from`` on, and what it does not recompute comes from ``run.previous``)."""
     window = config["window_seconds"]
@@ -122,29 +123,30 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     current_rpo = _rows(metrics.current_rpo(latencies, route_as_of))
     if previous:
         current_rpo = incremental.current_rpo(current_rpo, previous, probe_sources, run.touched)
-    rows = {
-        "as_of": as_of,
-        "clock": clock,
-        "recomputed_from": run.touched if run else None,
-        "read_from": run.read_from if run else None,
-        "latest_lag": _rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
-        "current_rpo": current_rpo,
-        "latest_link": _rows(_current(links, metrics.LINK_KEYS, as_of, window)),
-        "latest_queue": _rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
-        "rto": _rows(rto),
-        "drills": _rows(drills),
-        "link_sla": _rows(link_sla),
-        "rejected": sorted(rejected),
-        "probe_sources": [dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
-        "collector_sources": [dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
-        "link_windows": _rows(link_windows.orderBy("window_end")),
-        "queue_windows": _rows(queue_windows.select(
+    results = Results(
+        as_of=as_of,
+        clock=clock,
+        recomputed_from=run.touched if run else None,
+        read_from=run.read_from if run else None,
+        latest_lag=_rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
+        current_rpo=current_rpo,
+        latest_link=_rows(_current(links, metrics.LINK_KEYS, as_of, window)),
+        latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
+        rto=_rows(rto),
+        drills=_rows(drills),
+        link_sla=_rows(link_sla),
+        rejected=sorted(rejected),
+        probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
+        collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
+        link_windows=_rows(link_windows.orderBy("window_end")),
+        queue_windows=_rows(queue_windows.select(
             "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
             "message_count_max").orderBy("window_end")),
-    }
-    rows["queue_sla"] = sla.queue_compliance(config, rows["rto"])
-    rows["drill_sla"] = sla.drill_compliance(config, rows["drills"])
-    return {"tables": tables, "rows": rows}
+        tables=tables,
+    )
+    results.queue_sla = sla.queue_compliance(config, results.rto)
+    results.drill_sla = sla.drill_compliance(config, results.drills)
+    return results
 
 
 def write_history(tables: dict, output: str, touched: float | None = None) -> None:
@@ -158,7 +160,7 @@ def write_history(tables: dict, output: str, touched: float | None = None) -> No
             frame.write.mode("overwrite").parquet(path)
 
 
-def run(spark: SparkSession, arguments, config: dict) -> dict:
+def run(spark: SparkSession, arguments, config: dict) -> Results:
     plan = None
     clock = time.time()
     if arguments.incremental:
@@ -173,14 +175,14 @@ def run(spark: SparkSession, arguments, config: dict) -> dict:
                           arguments.output if plan else None, now=clock, since=plan.read_from if plan else None)
     results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of,
                       plan)
-    write_history(results["tables"], arguments.output, plan.touched if plan else None)
+    write_history(results.tables, arguments.output, plan.touched if plan else None)
     if plan:
-        incremental.write_state(spark, arguments.output, results["rows"])
+        incremental.write_state(spark, arguments.output, results)
     finished = time.time()
-    prometheus.publish(prometheus.registry_for(results["rows"], finished), arguments.textfile, arguments.pushgateway)
+    prometheus.publish(prometheus.registry_for(results, finished), arguments.textfile, arguments.pushgateway)
     if arguments.report:
-        report.write(arguments.report, results["rows"], config)
-    return results["rows"]
+        report.write(arguments.report, results, config)
+    return results
 
 
 def parser() -> argparse.ArgumentParser:
@@ -213,15 +215,15 @@ def main(argv=None) -> int:
         return 2
     spark = spark_session(arguments.master)
     try:
-        rows = run(spark, arguments, config)
+        results = run(spark, arguments, config)
     except telemetry.TelemetryError as exc:
         print(f"continuity_rpo: telemetry under {arguments.telemetry}: {exc}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
-    for kind, reason, count in rows["rejected"]:
+    for kind, reason, count in results.rejected:
         print(f"continuity_rpo: rejected {count} {kind} row(s): {reason}", file=sys.stderr)
-    for row in rows["current_rpo"]:
+    for row in results.current_rpo:
         print(f"{row['source_datacentre']}->{row['target_datacentre']}: RPO {row['rpo_seconds']:.2f} s")
     return 0
 

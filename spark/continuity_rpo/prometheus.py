@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
 
+from continuity_rpo.results import Results
+
 LINK = ["source_datacentre", "target_datacentre"]
 QUEUE = ["datacentre", "queue"]
 
 
-def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
-    """``results`` holds lists of plain dicts (see job.compute); only the latest window of each series is shown.
+def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
+    """Only the latest window of each series is shown.
     Every family has one fixed set of labels (datacentres, queue, drill each their own), so series join in PromQL
     and nothing is summed twice: the RTO total and its parts are separate metrics."""
     registry = CollectorRegistry()
@@ -24,24 +26,24 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
                 if row.get(column) is not None:
                     metric.labels(*(row[key] for key in keys)).set(row[column])
 
-    each(results["latest_lag"], LINK, [
+    each(results.latest_lag, LINK, [
         (gauge("replication_lag_p50_seconds", "Median probe lag through the mirror in the latest window (a probe "
                                               "not seen yet counts with its age).", LINK), "lag_p50_seconds"),
         (gauge("replication_lag_p99_seconds", "99th percentile probe lag in the latest window.", LINK),
          "lag_p99_seconds"),
         (gauge("replication_lag_max_seconds", "Largest probe lag in the latest window.", LINK), "lag_max_seconds")])
-    each(results["current_rpo"], LINK, [
+    each(results.current_rpo, LINK, [
         (gauge("rpo_seconds", "Age of the oldest probe not yet visible at the target (RPO in time), as of what the "
                               "route's prober has reported.", LINK), "rpo_seconds"),
         (gauge("rpo_evaluated_timestamp_seconds", "The time the RPO is evaluated at: what the route's prober has "
                                                   "reported up to.", LINK), "evaluated_at"),
         (gauge("replicated_timestamp_seconds", "Send time of the newest probe visible at the target.", LINK),
          "replicated_up_to")])
-    each(results["latest_link"], LINK, [
+    each(results.latest_link, LINK, [
         (gauge("mirror_backlog_events", "Store-and-forward events not yet sent over a mirror.", LINK),
          "backlog_events_last"),
         (gauge("mirror_connected_ratio", "Share of samples with the mirror connected.", LINK), "connected_ratio")])
-    each(results["latest_queue"], QUEUE, [
+    each(results.latest_queue, QUEUE, [
         (gauge("queue_backlog_messages", "Messages this datacentre has not received yet.", QUEUE),
          "backlog_messages"),
         (gauge("queue_backlog_acknowledgements", "Acknowledgements this datacentre has not received yet.", QUEUE),
@@ -57,29 +59,29 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
                "Delivered, unacknowledged messages (redelivered after an abrupt failover).", QUEUE),
          "delivering_max")])
 
-    each(results["rto"], QUEUE, [
+    each(results.rto, QUEUE, [
         (gauge("rto_estimate_seconds", "Estimated RTO if this datacentre took over now (the sum of the parts in "
                                        "continuity_artemis_rto_estimate_part_seconds).", QUEUE), "rto_seconds")])
     rto_part = gauge("rto_estimate_part_seconds", "The parts of the RTO estimate: detection, activation, drain.",
                      QUEUE + ["part"])
     for part in ("detection", "activation", "drain"):
-        each([dict(row, part=part) for row in results["rto"]], QUEUE + ["part"], [(rto_part, f"{part}_seconds")])
+        each([dict(row, part=part) for row in results.rto], QUEUE + ["part"], [(rto_part, f"{part}_seconds")])
 
-    each(results["link_sla"], LINK, [
+    each(results.link_sla, LINK, [
         (gauge("rpo_objective_seconds", "The RPO objective of a link.", LINK), "objective_seconds"),
         (gauge("rpo_objective_met", "1 when the share of windows within the RPO objective meets the target.", LINK),
          "passed"),
         (gauge("error_budget_burn_rate", "RPO error budget burn rate over the job's horizon.", LINK), "burn_rate")])
-    each(results["queue_sla"], QUEUE, [
+    each(results.queue_sla, QUEUE, [
         (gauge("rto_objective_seconds", "The RTO objective of a queue.", QUEUE), "objective_seconds"),
         (gauge("rto_objective_met", "1 when the RTO estimate is within the objective.", QUEUE), "passed")])
     drill = ["drill", "objective"]
-    each(results["drill_sla"], drill, [
+    each(results.drill_sla, drill, [
         (gauge("drill_objective_seconds", "The objective a drill's actual RPO or RTO is held to.", drill),
          "objective_seconds"),
         (gauge("drill_objective_met", "1 when the drill's actual RPO or RTO met the objective.", drill), "passed")])
 
-    drills = results["drills"]
+    drills = results.drills
     if drills:
         latest = max(drills, key=lambda row: row["fault_time"] or 0)
         for name, column, help_text in (
@@ -93,13 +95,13 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
         if latest["fault_time"] is not None:
             gauge("drill_last_timestamp_seconds", "Fault time of the latest drill.").set(latest["fault_time"])
 
-    each(results["probe_sources"], LINK, [
+    each(results.probe_sources, LINK, [
         (gauge("probe_reported_up_to_timestamp_seconds", "The newest probe row of the route in the telemetry.", LINK),
          "as_of"),
         (gauge("probe_telemetry_age_seconds", "How old the route's newest probe row was when the job ran.", LINK),
          "age_seconds")])
     collector = ["datacentre", "broker"]
-    each(results["collector_sources"], collector, [
+    each(results.collector_sources, collector, [
         (gauge("collector_reported_up_to_timestamp_seconds", "The newest sample of the broker in the telemetry.",
                collector), "reported_up_to"),
         (gauge("collector_telemetry_age_seconds", "How old the broker's newest sample was when the job ran.",
@@ -107,7 +109,7 @@ def registry_for(results: dict, finished_at: float) -> CollectorRegistry:
 
     rejected = gauge("telemetry_rejected_rows", "Telemetry rows the job could not use, by kind and reason.",
                      ["kind", "reason"])
-    for kind, reason, count in results["rejected"]:
+    for kind, reason, count in results.rejected:
         rejected.labels(kind, reason).set(count)
     gauge("rpo_job_last_success_timestamp_seconds", "When the job last finished.").set(finished_at)
     return registry

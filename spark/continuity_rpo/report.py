@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402  (the backend must be chosen first)
 import matplotlib.pyplot as plt  # noqa: E402
 
+from continuity_rpo.results import Results  # noqa: E402
+
 NO_DATA = "No data"
 
 
@@ -49,11 +51,11 @@ def _verdict(passed) -> str:
     return '<b class="met">MET</b>' if passed else '<b class="missed">MISSED</b>'
 
 
-def rpo_verdicts(rows: dict, config: dict) -> list[tuple[str, bool, str]]:
+def rpo_verdicts(results: Results, config: dict) -> list[tuple[str, bool, str]]:
     """Per link: (link, met, why), from the same per-window worst RPO the RPO plot draws."""
     target = config["objectives"]["target_ratio"]
     verdicts = []
-    for row in sorted(rows["link_sla"], key=_link):
+    for row in sorted(results.link_sla, key=_link):
         bad = round(row["windows"] * (1 - row["good_ratio"]))
         verdicts.append((_link(row), bool(row["passed"]),
                          f"{bad} of {row['windows']} window(s) over {_number(row['objective_seconds'], ' s')} "
@@ -63,10 +65,10 @@ def rpo_verdicts(rows: dict, config: dict) -> list[tuple[str, bool, str]]:
     return verdicts
 
 
-def rto_verdicts(rows: dict) -> list[tuple[str, bool | None, str]]:
+def rto_verdicts(results: Results) -> list[tuple[str, bool | None, str]]:
     """Per datacentre and queue: the RTO estimate against the queue's objective (unknown without a speed)."""
     verdicts = []
-    for row in sorted(rows["queue_sla"], key=lambda row: (row["datacentre"], row["queue"])):
+    for row in sorted(results.queue_sla, key=lambda row: (row["datacentre"], row["queue"])):
         estimate = row["estimate_seconds"]
         why = (f"estimated {_number(estimate, ' s')} against {_number(row['objective_seconds'], ' s')}"
                if estimate is not None else "no consumption measured at the active site: no honest estimate")
@@ -75,9 +77,9 @@ def rto_verdicts(rows: dict) -> list[tuple[str, bool | None, str]]:
     return verdicts
 
 
-def drill_verdicts(rows: dict) -> list[tuple[str, bool | None, str]]:
+def drill_verdicts(results: Results) -> list[tuple[str, bool | None, str]]:
     verdicts = []
-    for row in rows["drill_sla"]:
+    for row in results.drill_sla:
         value = row["value_seconds"]
         verdicts.append((f"drill {row['drill']}, {row['objective'].upper()}", row["passed"] if value is not None
                          else None, f"{_number(value, ' s')} against {_number(row['objective_seconds'], ' s')}"
@@ -139,11 +141,11 @@ def _figure(title, image, verdict_html=""):
             f"<figcaption>{html.escape(title)}{verdict_html}</figcaption></figure>")
 
 
-def _plots(rows: dict, config: dict) -> str:
+def _plots(results: Results, config: dict) -> str:
     window = config["window_seconds"]
-    links = _series(rows["link_windows"], ["source_datacentre", "target_datacentre"])
+    links = _series(results.link_windows, ["source_datacentre", "target_datacentre"])
     link_names = {key: f"{key[0]} → {key[1]}" for key in links}
-    verdicts = {link: (met, why) for link, met, why in rpo_verdicts(rows, config)}
+    verdicts = {link: (met, why) for link, met, why in rpo_verdicts(results, config)}
     figures = [] if links else [_figure("RPO in time", None)]
     for key, windows in links.items():
         met, why = verdicts.get(link_names[key], (None, "no probe in any window"))
@@ -159,7 +161,7 @@ def _plots(rows: dict, config: dict) -> str:
     figures.append(_figure("Mirror store-and-forward backlog (most events per window)", _panel(
         "Mirror backlog", "events",
         [(link_names[key], windows, "backlog_events_max", "-") for key, windows in links.items()], window)))
-    queues = _series(rows["queue_windows"], ["datacentre", "queue"])
+    queues = _series(results.queue_windows, ["datacentre", "queue"])
     figures.append(_figure("Throughput per queue (messages per second, complete windows)", _panel(
         "Throughput", "messages/s",
         [(f"{dc} {queue} {label}", windows, column, style) for (dc, queue), windows in queues.items()
@@ -193,25 +195,25 @@ def _verdict_list(verdicts):
                             for subject, met, why in verdicts) + "</ul>"
 
 
-def render(rows: dict, config: dict) -> str:
+def render(results: Results, config: dict) -> str:
     objectives = config["objectives"]
-    rto_rows = [dict(row) for row in rows["rto"]]
-    rto_objectives = {(row["datacentre"], row["queue"]): row for row in rows["queue_sla"]}
+    rto_rows = [dict(row) for row in results.rto]
+    rto_objectives = {(row["datacentre"], row["queue"]): row for row in results.queue_sla}
     for row in rto_rows:
         sla_row = rto_objectives.get((row["datacentre"], row["queue"]), {})
         row.update(objective_seconds=sla_row.get("objective_seconds"),
                    passed=sla_row.get("passed") if row["rto_seconds"] is not None else None)
-    current = [dict(row, link=_link(row)) for row in rows["current_rpo"]]
-    probes = [dict(row, link=_link(row)) for row in rows["probe_sources"]]
-    rejected = [{"kind": kind, "reason": reason, "rows": count} for kind, reason, count in rows["rejected"]]
+    current = [dict(row, link=_link(row)) for row in results.current_rpo]
+    probes = [dict(row, link=_link(row)) for row in results.probe_sources]
+    rejected = [{"kind": kind, "reason": reason, "rows": count} for kind, reason, count in results.rejected]
     sections = [
         (f"RPO objective: {_number(objectives['rpo_seconds'], ' s')} in "
          f"{_number(objectives['target_ratio'] * 100)} % of the {config['window_seconds']} s windows",
-         _verdict_list(rpo_verdicts(rows, config))),
+         _verdict_list(rpo_verdicts(results, config))),
         (f"RTO objective (default {_number(objectives['rto_seconds'], ' s')}): if each datacentre took over now",
-         _verdict_list(rto_verdicts(rows))),
-        ("Drills against the objectives", _verdict_list(drill_verdicts(rows))),
-        ("Over time", _plots(rows, config)),
+         _verdict_list(rto_verdicts(results))),
+        ("Drills against the objectives", _verdict_list(drill_verdicts(results))),
+        ("Over time", _plots(results, config)),
         ("RPO now", _table(current, [
             ("Link", "link", ""), ("RPO", "rpo_seconds", " s"), ("Evaluated at", "evaluated_at", ""),
             ("Replicated up to", "replicated_up_to", ""), ("Oldest message at risk sent at", "oldest_at_risk", "")])),
@@ -221,7 +223,7 @@ def render(rows: dict, config: dict) -> str:
             ("Activation", "activation_seconds", " s"), ("Draining", "drain_seconds", " s"),
             ("RTO estimate", "rto_seconds", " s"), ("Objective", "objective_seconds", " s"),
             ("Met", "passed", "")])),
-        ("Drills: the estimate before the fault beside what the ledger measured", _table(rows["drills"], [
+        ("Drills: the estimate before the fault beside what the ledger measured", _table(results.drills, [
             ("Drill", "drill", ""), ("Fault at", "fault_time", ""), ("Messages at risk (estimate)",
                                                                      "messages_at_risk", ""),
             ("Lost", "lost", ""), ("Deliveries at risk (estimate)", "deliveries_at_risk", ""),
@@ -229,7 +231,7 @@ def render(rows: dict, config: dict) -> str:
             ("Actual RTO", "rto_seconds", " s")])),
         ("Telemetry freshness: probers", _table(probes, [
             ("Route", "link", ""), ("Reported up to", "as_of", ""), ("Age when the job ran", "age_seconds", " s")])),
-        ("Telemetry freshness: collectors", _table(rows["collector_sources"], [
+        ("Telemetry freshness: collectors", _table(results.collector_sources, [
             ("Datacentre", "datacentre", ""), ("Broker", "broker", ""), ("Reported up to", "reported_up_to", ""),
             ("Age when the job ran", "age_seconds", " s")])),
         ("Telemetry rejected", _table(rejected, [
@@ -241,12 +243,12 @@ def render(rows: dict, config: dict) -> str:
 <style>body{{font-family:sans-serif}} table{{border-collapse:collapse}} td,th{{border:1px solid #999;padding:2px 6px}}
 .met{{color:#060}} .missed{{color:#b00}} .unknown{{color:#a60}} .no-data{{color:#666;font-style:italic}}</style>
 </head><body>
-<h1>RPO and RTO as of {human_time(rows['as_of'])}</h1>
+<h1>RPO and RTO as of {human_time(results.as_of)}</h1>
 {body}
 </body></html>
 """
 
 
-def write(path: str, rows: dict, config: dict) -> None:
+def write(path: str, results: Results, config: dict) -> None:
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(render(rows, config))
+        handle.write(render(results, config))

@@ -14,23 +14,23 @@ class Results:
     """The time the figures are for: the newest valid row, or --as-of."""
     clock: float
     """The time the sources' ages are measured against."""
-    recomputed_from: float | None
+    recomputed_from: float | None = None
     """Incremental runs: the first window end this run recomputed."""
-    read_from: float | None
+    read_from: float | None = None
     """Incremental runs: the time from which this run read the telemetry."""
-    latest_lag: Rows
-    current_rpo: Rows
-    latest_link: Rows
-    latest_queue: Rows
-    rto: Rows
-    drills: Rows
-    link_sla: Rows
-    rejected: list[tuple[str, str, int]]
+    latest_lag: Rows = field(default_factory=list)
+    current_rpo: Rows = field(default_factory=list)
+    latest_link: Rows = field(default_factory=list)
+    latest_queue: Rows = field(default_factory=list)
+    rto: Rows = field(default_factory=list)
+    drills: Rows = field(default_factory=list)
+    link_sla: Rows = field(default_factory=list)
+    rejected: list[tuple[str, str, int]] = field(default_factory=list)
     """(kind, reason, rows) for every reason rows were not used."""
-    probe_sources: Rows
-    collector_sources: Rows
-    link_windows: Rows
-    queue_windows: Rows
+    probe_sources: Rows = field(default_factory=list)
+    collector_sources: Rows = field(default_factory=list)
+    link_windows: Rows = field(default_factory=list)
+    queue_windows: Rows = field(default_factory=list)
     queue_sla: Rows = field(default_factory=list)
     drill_sla: Rows = field(default_factory=list)
     tables: dict = field(default_factory=dict, repr=False, compare=False)

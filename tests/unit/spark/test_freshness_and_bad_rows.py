@@ -40,40 +40,40 @@ def _samples(until, datacentres=("dc1", "dc2")):
 
 def _compute(spark, rows, clock):
     data = telemetry.from_rows(spark, rows, now=clock)
-    return data, job.compute(spark, data, sla.load(None), clock=clock)["rows"]
+    return data, job.compute(spark, data, sla.load(None), clock=clock)
 
 
 def test_a_collector_ahead_of_the_prober_gives_no_false_rpo(spark):
     """The collector's segment is published 30 s before the prober's: the route is evaluated as of its prober."""
-    _data, rows = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(330)}, T0 + 330)
-    assert rows["as_of"] == T0 + 325
-    (current,) = rows["current_rpo"]
+    _data, results = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(330)}, T0 + 330)
+    assert results.as_of == T0 + 325
+    (current,) = results.current_rpo
     assert current["evaluated_at"] == T0 + 299 + TRUE_LAG
     assert current["rpo_seconds"] == pytest.approx(0.0)
-    assert max(row["rpo_seconds"] for row in rows["link_windows"] if row["rpo_seconds"] is not None) \
+    assert max(row["rpo_seconds"] for row in results.link_windows if row["rpo_seconds"] is not None) \
         == pytest.approx(TRUE_LAG)
-    (probe_source,) = rows["probe_sources"]
+    (probe_source,) = results.probe_sources
     assert probe_source["age_seconds"] == pytest.approx(330 - 299 - TRUE_LAG)
 
 
 def test_a_row_dated_a_day_ahead_is_rejected_and_moves_nothing(spark):
     clock = T0 + 300
     ahead = dict(_samples(5)[0], time=T0 + 86_400)
-    data, rows = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(300) + [ahead]}, clock)
+    data, results = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(300) + [ahead]}, clock)
     assert ("queue_samples", "time more than 30 s ahead of the job's clock", 1) in data.rejected
-    assert rows["as_of"] == T0 + 299 + TRUE_LAG
-    assert rows["current_rpo"][0]["rpo_seconds"] == pytest.approx(0.0)
+    assert results.as_of == T0 + 299 + TRUE_LAG
+    assert results.current_rpo[0]["rpo_seconds"] == pytest.approx(0.0)
 
 
 def test_a_stopped_prober_is_reported_stale_not_as_rpo_zero_and_the_alert_fires(spark, tmp_path):
     """The prober stopped 10 minutes ago; the collectors go on. The RPO is published as of when the prober stopped
     (with that time), the route's telemetry age is 10 minutes, and the alert rule fires on the job's own output."""
     clock = T0 + 900
-    _data, rows = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(900)}, clock)
-    (current,) = rows["current_rpo"]
+    _data, results = _compute(spark, {"probes": _probes(300), "queue_samples": _samples(900)}, clock)
+    (current,) = results.current_rpo
     assert current["evaluated_at"] == T0 + 299 + TRUE_LAG
     textfile = tmp_path / "rpo.prom"
-    prometheus.publish(prometheus.registry_for(rows, clock), str(textfile))
+    prometheus.publish(prometheus.registry_for(results, clock), str(textfile))
     samples = published(textfile)
     age = samples[("continuity_artemis_probe_telemetry_age_seconds", LINK)]
     assert age == pytest.approx(600 - TRUE_LAG + 1)
@@ -103,9 +103,9 @@ def test_a_stopped_prober_is_reported_stale_not_as_rpo_zero_and_the_alert_fires(
 def test_a_datacentre_that_went_silent_is_not_published_as_current(spark):
     clock = T0 + 600
     samples = [row for row in _samples(600) if row["datacentre"] == "dc1" or row["time"] < T0 + 300]
-    _data, rows = _compute(spark, {"probes": _probes(600), "queue_samples": samples}, clock)
-    assert {row["datacentre"] for row in rows["latest_queue"]} == {"dc1"}
-    ages = {row["datacentre"]: row["age_seconds"] for row in rows["collector_sources"]}
+    _data, results = _compute(spark, {"probes": _probes(600), "queue_samples": samples}, clock)
+    assert {row["datacentre"] for row in results.latest_queue} == {"dc1"}
+    ages = {row["datacentre"]: row["age_seconds"] for row in results.collector_sources}
     assert ages == {"dc1": pytest.approx(5.0), "dc2": pytest.approx(305.0)}
 
 
@@ -134,7 +134,7 @@ def test_each_bad_row_is_rejected_with_its_reason_and_the_numbers_stay(spark, tm
     expected = job.run(spark, __import__("types").SimpleNamespace(**dict(
         arguments, telemetry=str(tmp_path / "clean"), output=str(tmp_path / "clean-out"),
         textfile=str(tmp_path / "clean.prom"))), sla.load(None))
-    assert expected["rejected"] == []
+    assert expected.rejected == []
 
     _store(tmp_path / "bad", clean)
     for kind, line, _reason in BAD_ROWS:

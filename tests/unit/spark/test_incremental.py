@@ -63,16 +63,16 @@ def _publish(root, segment, start, end, rows):
             handle.writelines(json.dumps(row) + "\n" for row in _ledger())
 
 
-def _comparable(rows):
+def _comparable(results):
     """What both modes must agree on (ages depend on when each run ran; the plan only exists incrementally)."""
     def close(value):
         return round(value, 6) if isinstance(value, float) and not math.isnan(value) else value
 
     def table(name, keys):
-        return sorted(({k: close(v) for k, v in row.items() if k != "age_seconds"} for row in rows[name]),
+        return sorted(({k: close(v) for k, v in row.items() if k != "age_seconds"} for row in getattr(results, name)),
                       key=lambda row: tuple(str(row.get(key)) for key in keys))
     link, queue = ["source_datacentre", "target_datacentre", "window_end"], ["datacentre", "queue", "window_end"]
-    return {"as_of": rows["as_of"], "rejected": rows["rejected"],
+    return {"as_of": results.as_of, "rejected": results.rejected,
             **{name: table(name, link) for name in ("link_windows", "latest_lag", "latest_link", "current_rpo",
                                                     "link_sla", "probe_sources")},
             **{name: table(name, queue) for name in ("queue_windows", "latest_queue", "rto", "queue_sla")},
@@ -89,7 +89,7 @@ def test_incremental_runs_recompute_only_what_new_rows_touch_and_agree_with_a_ba
         with open(root / "probes" / ".open-segment.jsonl", "w") as handle:
             handle.write(json.dumps(dict(rows["probes"][0], probe_id="unfinished")) + "\n")
         published = job.run(spark, incremental, job.sla.load(None))
-        plans.append((published["recomputed_from"], published["read_from"]))
+        plans.append((published.recomputed_from, published.read_from))
     unchanged = job.run(spark, incremental, job.sla.load(None))  # nothing new: the same answer
     batch = job.run(spark, _arguments(tmp_path, output=str(tmp_path / "batch"), report=None, textfile=None),
                     job.sla.load(None))
@@ -106,11 +106,11 @@ def test_incremental_runs_recompute_only_what_new_rows_touch_and_agree_with_a_ba
         assert value == expected[name], name
     for name, value in _comparable(unchanged).items():
         assert value == expected[name], name
-    worst = max(row["rpo_seconds"] for row in batch["link_windows"] if row["rpo_seconds"] is not None)
+    worst = max(row["rpo_seconds"] for row in batch.link_windows if row["rpo_seconds"] is not None)
     # The stall ends when the first probe sent after it is seen (the mirror delivers in order).
     assert worst == pytest.approx(RELEASED_AT + 0.3 - STALL_FROM)
-    assert ("queue_samples", "missing datacentre", 3) in batch["rejected"]
-    assert batch["drills"][0]["messages_at_risk"] is not None
+    assert ("queue_samples", "missing datacentre", 3) in batch.rejected
+    assert batch.drills[0]["messages_at_risk"] is not None
 
 
 def test_as_of_is_refused_with_incremental_naming_both(tmp_path, capsys):

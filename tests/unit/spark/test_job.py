@@ -38,11 +38,11 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     _store(tmp_path / "telemetry", {"probes": _probe_rows(), "queue_samples": queue_samples, "ledgers": ledger})
     with open(tmp_path / "sla.yml", "w") as handle:
         handle.write("objectives: {rpo_seconds: 30, target_ratio: 0.5}\nqueues: {'ord*': {rto_seconds: 60}}\n")
-    rows = job.run(spark, _arguments(tmp_path), job.sla.load(str(tmp_path / "sla.yml")))
+    results = job.run(spark, _arguments(tmp_path), job.sla.load(str(tmp_path / "sla.yml")))
 
     samples = published(tmp_path / "rpo.prom")
     link = (("source_datacentre", "dc1"), ("target_datacentre", "dc2"))
-    assert rows["as_of"] == T0 + AS_OF - 1  # the newest probe sent: the job's "now"
+    assert results.as_of == T0 + AS_OF - 1  # the newest probe sent: the job's "now"
     assert samples[("continuity_artemis_rpo_seconds", link)] == pytest.approx(9.0)
     assert samples[("continuity_artemis_replicated_timestamp_seconds", link)] == T0 + 289
     # Worst RPO per window 0.25, 0.25, 60, 80 (the window ending at 300 is after as_of): 2 of 4 within 30 s,
@@ -63,7 +63,7 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     report = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in report and "<td>f1</td>" in report
     # The verdict counts the windows the RPO plot draws over the objective.
-    drawn = [row for row in rows["link_windows"] if row["rpo_seconds"] is not None]
+    drawn = [row for row in results.link_windows if row["rpo_seconds"] is not None]
     assert len([row for row in drawn if row["rpo_seconds"] > 30]) == 2 and len(drawn) == 4
     assert "dc1 → dc2: <b class=\"met\">MET</b> — 2 of 4 window(s) over 30 s" in report
 

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from continuity_rpo import prometheus
+from continuity_rpo.results import Results
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 RULES = os.path.join(REPO, "roles", "rpo_job", "files", "prometheus", "continuity_artemis.rules.yml")
@@ -19,25 +20,26 @@ DASHBOARD = os.path.join(REPO, "roles", "rpo_job", "files", "grafana", "continui
 def _every_kind_of_result():
     link = {"source_datacentre": "dc1", "target_datacentre": "dc2"}
     queue = {"datacentre": "dc2", "queue": "orders"}
-    rows = {
-        "latest_lag": [dict(link, lag_p50_seconds=0.1, lag_p99_seconds=0.2, lag_max_seconds=0.3)],
-        "current_rpo": [dict(link, rpo_seconds=1.0, evaluated_at=2.0, replicated_up_to=1.0)],
-        "latest_link": [dict(link, backlog_events_last=0, connected_ratio=1.0)],
-        "latest_queue": [dict(queue, backlog_messages=0, backlog_acknowledgements=0, message_count=3,
-                              message_count_max=9, messages_in_per_second=1.0, acknowledged_per_second=1.0,
-                              delivering_max=0)],
-        "rto": [dict(queue, detection_seconds=30.0, activation_seconds=2.0, drain_seconds=1.0, rto_seconds=33.0)],
-        "link_sla": [dict(link, objective_seconds=5.0, passed=True, burn_rate=0.0)],
-        "queue_sla": [dict(queue, objective_seconds=120.0, passed=True)],
-        "drills": [{"drill": "f1", "fault_time": 1.0, "lost": 0, "duplicates": 0, "rpo_seconds": 0.0,
-                    "rto_seconds": 1.0, "messages_at_risk": 0}],
-        "drill_sla": [{"drill": "f1", "objective": "rpo", "objective_seconds": 5.0, "passed": True}],
-        "rejected": [("probes", "probe seen but never sent", 1)],
-        "probe_sources": [dict(link, as_of=2.0, age_seconds=30.0)],
-        "collector_sources": [{"datacentre": "dc1", "broker": "dc1-node1", "reported_up_to": 2.0,
-                               "age_seconds": 30.0}],
-    }
-    return prometheus.registry_for(rows, 1.0)
+    results = Results(
+        as_of=2.0, clock=32.0,
+        latest_lag=[dict(link, lag_p50_seconds=0.1, lag_p99_seconds=0.2, lag_max_seconds=0.3)],
+        current_rpo=[dict(link, rpo_seconds=1.0, evaluated_at=2.0, replicated_up_to=1.0)],
+        latest_link=[dict(link, backlog_events_last=0, connected_ratio=1.0)],
+        latest_queue=[dict(queue, backlog_messages=0, backlog_acknowledgements=0, message_count=3,
+                           message_count_max=9, messages_in_per_second=1.0, acknowledged_per_second=1.0,
+                           delivering_max=0)],
+        rto=[dict(queue, detection_seconds=30.0, activation_seconds=2.0, drain_seconds=1.0, rto_seconds=33.0)],
+        link_sla=[dict(link, objective_seconds=5.0, passed=True, burn_rate=0.0)],
+        queue_sla=[dict(queue, objective_seconds=120.0, passed=True)],
+        drills=[{"drill": "f1", "fault_time": 1.0, "lost": 0, "duplicates": 0, "rpo_seconds": 0.0,
+                 "rto_seconds": 1.0, "messages_at_risk": 0}],
+        drill_sla=[{"drill": "f1", "objective": "rpo", "objective_seconds": 5.0, "passed": True}],
+        rejected=[("probes", "probe seen but never sent", 1)],
+        probe_sources=[dict(link, as_of=2.0, age_seconds=30.0)],
+        collector_sources=[{"datacentre": "dc1", "broker": "dc1-node1", "reported_up_to": 2.0,
+                            "age_seconds": 30.0}],
+    )
+    return prometheus.registry_for(results, 1.0)
 
 
 def _published():

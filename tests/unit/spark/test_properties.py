@@ -136,6 +136,6 @@ def test_the_job_answer_does_not_depend_on_the_order_rows_arrive_in(spark):
     answers = []
     for seed in (1, 2):
         data = telemetry.from_rows(spark, {"probes": _rows(probes, random.Random(seed))}, now=T0 + 200)
-        rows = job.compute(spark, data, config, as_of=T0 + 120)["rows"]
-        answers.append((rows["current_rpo"], rows["link_sla"], rows["latest_lag"]))
+        results = job.compute(spark, data, config, as_of=T0 + 120)
+        answers.append((results.current_rpo, results.link_sla, results.latest_lag))
     assert answers[0] == answers[1]

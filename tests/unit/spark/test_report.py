@@ -4,17 +4,14 @@
 import re
 
 from continuity_rpo import report, sla
+from continuity_rpo.results import Results
 
 T0 = 1_700_000_040.0  # a window boundary for 60 s windows
 LINK = {"source_datacentre": "dc1", "target_datacentre": "dc2"}
 
 
 def _rows(**overrides):
-    rows = {"as_of": T0 + 180, "link_windows": [], "queue_windows": [], "link_sla": [], "current_rpo": [],
-            "rto": [], "queue_sla": [], "drills": [], "drill_sla": [], "probe_sources": [],
-            "collector_sources": [], "rejected": []}
-    rows.update(overrides)
-    return rows
+    return Results(as_of=T0 + 180, clock=T0 + 200, **overrides)
 
 
 def _stall_rows():
@@ -45,7 +42,7 @@ def test_each_objective_has_one_verdict_that_agrees_with_the_windows_the_plot_dr
     rows, config = _stall_rows()
     html = report.render(rows, config)
 
-    over = [row for row in rows["link_windows"] if row["rpo_seconds"] > config["objectives"]["rpo_seconds"]]
+    over = [row for row in rows.link_windows if row["rpo_seconds"] > config["objectives"]["rpo_seconds"]]
     assert len(over) == 1
     assert "dc1 → dc2: <b class=\"missed\">MISSED</b> — 1 of 3 window(s) over 5 s" in html
     # The same verdict captions the RPO plot of the link.
@@ -57,7 +54,7 @@ def test_each_objective_has_one_verdict_that_agrees_with_the_windows_the_plot_dr
 
 def test_a_window_is_drawn_as_one_step_from_its_start_to_its_end():
     rows, _config = _stall_rows()
-    xs, ys = report.step_series(rows["link_windows"], "rpo_seconds", 60)
+    xs, ys = report.step_series(rows.link_windows, "rpo_seconds", 60)
     assert [x.timestamp() for x in xs] == [T0, T0 + 60, T0 + 120, T0 + 180]
     assert ys == [0.25, 40.0, 0.25, 0.25]
 
