@@ -84,8 +84,8 @@ def main(rows: int) -> None:
 def _record(figures: dict) -> None:
     commit = subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip()
-    machine = {"cpus": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-                                                             / 2 ** 30)}
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    machine = {"cpus": os.cpu_count(), "memory_gib": round(memory / 2 ** 30)}
     results = os.path.join(REPO_ROOT, "tests", "benchmarks", "results")
     os.makedirs(results, exist_ok=True)
     with open(os.path.join(results, f"rpo_job-{figures['rows']}.json"), "w") as handle:
