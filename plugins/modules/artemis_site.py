@@ -150,6 +150,7 @@ active_elsewhere:
 '''
 
 import time
+from collections import namedtuple
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -216,9 +217,81 @@ def clients_may_act(settings, admin_role):
                   if any(set(permissions.get(permission, [])) - set([admin_role]) for permission in STAGED_PERMISSIONS))
 
 
-def main():
-    argument_spec = management_argument_spec()
-    argument_spec.update(
+BrokerPlan = namedtuple('BrokerPlan', 'broker client live changes connections')
+
+
+def survey(params, desired, client_for=ArtemisManagement.from_params):
+    """Look at every broker before changing anything: (the plan for each live broker of this datacentre, where
+    else clients may act). Raises ManagementError when a broker of this datacentre does not answer."""
+    active_elsewhere, plan = [], []
+    for broker in params['brokers']:
+        client = client_for(broker, params)
+        mine = broker['datacentre'] == params['datacentre']
+        try:
+            live_broker = client.status()['live']
+        except BrokerUnreachable:
+            if mine:
+                raise
+            continue  # another site that does not answer cannot be active as far as we can tell
+        if not live_broker:
+            continue  # a waiting backup takes the live broker's journal, settings included
+        live = live_settings(client, sorted(desired))
+        if not mine:
+            acting = clients_may_act(live, params['admin_role'])
+            if params['state'] == 'active' and acting:
+                active_elsewhere.append('%s (broker %s: %s)' % (broker['datacentre'], broker['name'],
+                                                                ', '.join(acting)))
+            continue
+        connections = []
+        if params['state'] == 'passive':
+            connections = [c['connectionID'] for c in client.connections()
+                           if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
+        plan.append(BrokerPlan(broker, client, live, sorted(match for match in desired
+                                                            if live[match] != desired[match]), connections))
+    return plan, active_elsewhere
+
+
+def previous_state(plan, desired, admin_role):
+    """active, passive or mixed: what this datacentre's brokers allowed clients before the change."""
+    states = set()
+    for entry in plan:
+        acting = clients_may_act(entry.live, admin_role)
+        states.add('active' if len(acting) == len(desired) else 'passive' if not acting else 'mixed')
+    return states.pop() if len(states) == 1 else 'mixed'
+
+
+def apply(module, plan, desired, selected, outcome):
+    """Set the roles, and for a fence let deliveries finish and close the clients' connections. ``outcome`` records
+    as it goes the changed settings and closed connections per broker and the diff (check mode: what would change),
+    so that a failure half way says what was done."""
+    params = module.params
+    for entry in plan:
+        name = entry.broker['name']
+        if entry.changes:
+            outcome['changed_settings'][name] = entry.changes
+            outcome['diff']['before'][name] = dict((match, entry.live[match]) for match in entry.changes)
+            outcome['diff']['after'][name] = dict((match, desired[match]) for match in entry.changes)
+        if entry.connections:
+            outcome['closed_connections'][name] = len(entry.connections)
+        if module.check_mode:
+            continue
+        for match in entry.changes:
+            entry.client.set_roles(match, desired[match], PERMISSIONS)
+        if entry.connections:
+            queues = group_queues(entry.client, params, selected)
+            in_flight = let_deliveries_finish(entry.client, queues, params['delivery_timeout'])
+            if in_flight:
+                module.warn('%s: deliveries still unacknowledged after %ss, they will be redelivered: %s'
+                            % (name, params['delivery_timeout'], in_flight))
+            for connection in entry.connections:
+                entry.client.close_connection(connection)
+            for queue in queues:
+                entry.client.resume_queue(queue)
+
+
+def argument_spec():
+    spec = management_argument_spec()
+    spec.update(
         datacentre=dict(type='str', required=True),
         state=dict(type='str', required=True, choices=['active', 'passive']),
         address_groups=dict(type='list', elements='dict', required=True, options=dict(
@@ -235,96 +308,54 @@ def main():
         force=dict(type='bool', default=False),
         delivery_timeout=dict(type='int', default=30),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    require_at_least(module, request_timeout=1, delivery_timeout=0)
-    params = module.params
+    return spec
 
+
+def checked_inputs(module):
+    """(the selected groups, the desired settings), or fail naming the bad option."""
+    params = module.params
     full_state = full_state_groups(params['address_groups'])
     selected = params['groups'] if params['groups'] is not None else full_state
     unknown = sorted(set(selected) - set(full_state))
     if unknown:
         module.fail_json(msg='groups %s are not full_state groups of address_groups (those are: %s)'
                          % (', '.join(unknown), ', '.join(full_state) or 'none'))
-    own = [broker for broker in params['brokers'] if broker['datacentre'] == params['datacentre']]
-    if not own:
+    if not any(broker['datacentre'] == params['datacentre'] for broker in params['brokers']):
         module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)' % (
             params['datacentre'], ', '.join(sorted(set(b['datacentre'] for b in params['brokers'])))))
     try:
-        desired = desired_settings(params, selected)
+        return selected, desired_settings(params, selected)
     except ValueError as exc:
         module.fail_json(msg='address_groups: %s' % exc)
 
-    # Look at everything before changing anything.
-    active_elsewhere, plan = [], []
+
+def run_module(module, client_for=ArtemisManagement.from_params):
+    params = module.params
+    selected, desired = checked_inputs(module)
     try:
-        for broker in params['brokers']:
-            client = ArtemisManagement.from_params(broker, params)
-            mine = broker['datacentre'] == params['datacentre']
-            try:
-                live_broker = client.status()['live']
-            except BrokerUnreachable:
-                if mine:
-                    raise
-                continue  # another site that does not answer cannot be active as far as we can tell
-            if not live_broker:
-                continue  # a waiting backup takes the live broker's journal, settings included
-            live = live_settings(client, sorted(desired))
-            if not mine:
-                if params['state'] == 'active' and clients_may_act(live, params['admin_role']):
-                    active_elsewhere.append('%s (broker %s: %s)' % (
-                        broker['datacentre'], broker['name'], ', '.join(clients_may_act(live, params['admin_role']))))
-                continue
-            changes = sorted(match for match in desired if live[match] != desired[match])
-            connections = []
-            if params['state'] == 'passive':
-                connections = [c['connectionID'] for c in client.connections()
-                               if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
-            plan.append((broker, client, live, changes, connections))
+        plan, active_elsewhere = survey(params, desired, client_for)
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
-
     if active_elsewhere and not params['force']:
         module.fail_json(msg='refusing to activate %s: already active at %s (clients may send or consume there); '
                              'fence it first (state=passive) or set force=true'
                              % (params['datacentre'], '; '.join(active_elsewhere)),
                          active_elsewhere=active_elsewhere)
-
-    states = set()
-    for _broker, _client, live, _changes, _connections in plan:
-        acting = clients_may_act(live, params['admin_role'])
-        states.add('active' if len(acting) == len(desired) else 'passive' if not acting else 'mixed')
-    previous = states.pop() if len(states) == 1 else 'mixed'
-
-    changed_settings, closed, diff = {}, {}, {'before': {}, 'after': {}}
+    previous = previous_state(plan, desired, params['admin_role'])
+    outcome = {'changed_settings': {}, 'closed_connections': {}, 'diff': {'before': {}, 'after': {}}}
     try:
-        for broker, client, live, changes, connections in plan:
-            if changes:
-                changed_settings[broker['name']] = changes
-                diff['before'][broker['name']] = dict((match, live[match]) for match in changes)
-                diff['after'][broker['name']] = dict((match, desired[match]) for match in changes)
-            if connections:
-                closed[broker['name']] = len(connections)
-            if module.check_mode:
-                continue
-            for match in changes:
-                client.set_roles(match, desired[match], PERMISSIONS)
-            if connections:
-                queues = group_queues(client, params, selected)
-                in_flight = let_deliveries_finish(client, queues, params['delivery_timeout'])
-                if in_flight:
-                    module.warn('%s: deliveries still unacknowledged after %ss, they will be redelivered: %s'
-                                % (broker['name'], params['delivery_timeout'], in_flight))
-                for connection in connections:
-                    client.close_connection(connection)
-                for queue in queues:
-                    client.resume_queue(queue)
+        apply(module, plan, desired, selected, outcome)
     except ManagementError as exc:
         module.fail_json(msg='%s (the datacentre may now be partly %s: run again)' % (exc, params['state']),
-                         changed_settings=changed_settings)
+                         changed_settings=outcome['changed_settings'])
+    module.exit_json(changed=bool(outcome['changed_settings'] or outcome['closed_connections']),
+                     previous_state=previous, active_elsewhere=active_elsewhere, **outcome)
 
-    module.exit_json(changed=bool(changed_settings or closed), previous_state=previous,
-                     changed_settings=changed_settings, closed_connections=closed,
-                     active_elsewhere=active_elsewhere, diff=diff)
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    require_at_least(module, request_timeout=1, delivery_timeout=0)
+    run_module(module)
 
 
 if __name__ == '__main__':

@@ -1,8 +1,12 @@
-"""artemis_site's computation of what a datacentre's security settings must be, on known input."""
+"""artemis_site: what a datacentre's security settings must be, on known input; and the module's survey, refusal,
+force, fence and check mode against stub brokers."""
 
+import pytest
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import BrokerUnreachable
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import PERMISSIONS
 from ansible_collections.continuity.artemis.plugins.modules.artemis_site import (
-    clients_may_act, desired_settings, is_exempt)
+    clients_may_act, desired_settings, is_exempt, run_module)
 
 GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
           {"name": "all", "addresses": []},
@@ -42,3 +46,132 @@ def test_a_fence_leaves_the_brokers_own_connections_open():
     assert not is_exempt(connection("CN=dc1-node1"), *exempt)
     assert not is_exempt(connection("app"), *exempt)
     assert not is_exempt(connection("app,replicator"), *exempt)
+
+
+class StubBroker:
+    """A broker as artemis_site sees it through the management client: its security settings, clients and queues;
+    it records what the module changed."""
+
+    def __init__(self, settings, connections=(), live=True, reachable=True):
+        self.settings = {match: dict(permissions) for match, permissions in settings.items()}
+        self.open_connections = list(connections)
+        self.live, self.reachable = live, reachable
+        self.calls = []
+
+    def status(self):
+        if not self.reachable:
+            raise BrokerUnreachable("broker is unreachable")
+        return {"live": self.live}
+
+    def roles(self, match):
+        permissions = self.settings.get(match, {})
+        names = sorted({role for roles in permissions.values() for role in roles})
+        return [dict({permission: name in permissions.get(permission, []) for permission in PERMISSIONS}, name=name)
+                for name in names]
+
+    def set_roles(self, match, permissions, order):
+        self.calls.append(("set_roles", match))
+        self.settings[match] = {permission: list(permissions.get(permission, [])) for permission in order}
+
+    def connections(self):
+        return self.open_connections
+
+    def close_connection(self, connection_id):
+        self.calls.append(("close", connection_id))
+
+    def queues(self):
+        return [{"name": "orders", "address": "orders", "routingType": "ANYCAST", "deliveringCount": "0"}]
+
+    def pause_queue(self, queue):
+        self.calls.append(("pause", queue["name"]))
+
+    def resume_queue(self, queue):
+        self.calls.append(("resume", queue["name"]))
+
+
+class Exited(Exception):
+    pass
+
+
+class Failed(Exception):
+    pass
+
+
+class StubModule:
+    def __init__(self, params, check_mode=False):
+        self.params, self.check_mode, self.warnings = params, check_mode, []
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def exit_json(self, **result):
+        raise Exited(result)
+
+    def fail_json(self, **result):
+        raise Failed(result)
+
+
+def _site(state, brokers, check_mode=False, **options):
+    """Run artemis_site for dc2 against stub brokers ({name: (datacentre, StubBroker)}); the result it exits or
+    fails with."""
+    params = dict(_params(state), datacentre="dc2", groups=["all"], exempt_users=["replicator"], exempt_ports=[],
+                  force=False, delivery_timeout=1,
+                  brokers=[{"name": name, "datacentre": dc} for name, (dc, _stub) in brokers.items()])
+    params.update(options)
+    module = StubModule(params, check_mode)
+    with pytest.raises((Exited, Failed)) as outcome:
+        run_module(module, client_for=lambda broker, _params: brokers[broker["name"]][1])
+    return outcome.type is Exited, outcome.value.args[0]
+
+
+def _settings(state):
+    return desired_settings(_params(state), ["all"])
+
+
+CLIENT = {"connectionID": "c1", "users": "app", "localAddress": "10.0.2.21:61616"}
+MIRROR = {"connectionID": "c2", "users": "replicator", "localAddress": "10.0.2.21:61616"}
+
+
+def test_check_mode_reports_the_fence_and_changes_nothing():
+    dc2 = StubBroker(_settings("active"), [CLIENT, MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)}, check_mode=True)
+    assert exited and result["changed"] and result["previous_state"] == "active"
+    assert result["changed_settings"] == {"dc2-node1": ["#"]}
+    assert result["closed_connections"] == {"dc2-node1": 1}
+    assert result["diff"]["after"]["dc2-node1"]["#"] == _settings("passive")["#"]
+    assert dc2.calls == []
+
+
+def test_a_fence_withholds_the_group_pauses_its_queues_and_closes_only_client_connections():
+    dc2 = StubBroker(_settings("active"), [CLIENT, MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and result["changed"]
+    assert dc2.calls == [("set_roles", "#"), ("pause", "orders"), ("close", "c1"), ("resume", "orders")]
+    assert clients_may_act(dc2.settings, "amq") == []
+    exited, again = _site("passive", {"dc2-node1": ("dc2", StubBroker(dc2.settings, [MIRROR]))})
+    assert exited and not again["changed"] and again["previous_state"] == "passive"
+
+
+def test_activation_is_refused_while_another_datacentre_is_active_and_changes_nothing():
+    dc1, dc2 = StubBroker(_settings("active")), StubBroker(_settings("passive"))
+    exited, result = _site("active", {"dc1-node1": ("dc1", dc1), "dc2-node1": ("dc2", dc2)})
+    assert not exited
+    assert result["msg"].startswith("refusing to activate dc2: already active at dc1 (broker dc1-node1: #)")
+    assert dc1.calls == [] and dc2.calls == []
+
+
+def test_force_activates_despite_another_active_datacentre_and_touches_only_its_own():
+    dc1, dc2 = StubBroker(_settings("active")), StubBroker(_settings("passive"))
+    exited, result = _site("active", {"dc1-node1": ("dc1", dc1), "dc2-node1": ("dc2", dc2)}, force=True)
+    assert exited and result["changed_settings"] == {"dc2-node1": ["#"]}
+    assert result["active_elsewhere"] == ["dc1 (broker dc1-node1: #)"]
+    assert dc1.calls == [] and dc2.calls == [("set_roles", "#")]
+
+
+def test_a_silent_datacentre_elsewhere_is_skipped_but_its_own_must_answer():
+    gone = StubBroker(_settings("active"), reachable=False)
+    exited, result = _site("active", {"dc1-node1": ("dc1", gone),
+                                      "dc2-node1": ("dc2", StubBroker(_settings("passive")))})
+    assert exited and result["changed_settings"] == {"dc2-node1": ["#"]}
+    exited, result = _site("active", {"dc2-node1": ("dc2", StubBroker(_settings("passive"), reachable=False))})
+    assert not exited and "unreachable" in result["msg"]
