@@ -7,6 +7,8 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.testing import assertDataFrameEqual
+
 from continuity_rpo import job, metrics, sla, telemetry
 
 from test_metrics import T0
@@ -80,9 +82,10 @@ def test_worst_rpo_per_window_and_the_verdict_match_the_reference(spark, run):
     latencies, rejected = metrics.probe_latencies(
         telemetry.from_rows(spark, {"probes": _rows(probes, shuffle)}, now=as_of)["probes"])
     assert rejected.count() == 0
-    got = {row.window_end: row.rpo_seconds for row in metrics.rpo_over_time(latencies, window, as_of).collect()}
     expected = _reference_worst_per_window(probes, window, as_of)
-    assert got == pytest.approx(expected, abs=1e-6)
+    assertDataFrameEqual(metrics.rpo_over_time(latencies, window, as_of).select("window_end", "rpo_seconds"),
+                         spark.createDataFrame(sorted(expected.items()), "window_end double, rpo_seconds double"),
+                         atol=1e-6)
 
     objectives = {"rpo_seconds": 5.0, "target_ratio": 0.9}
     (verdict,) = sla.link_compliance(metrics.rpo_over_time(latencies, window, as_of), objectives).collect()
@@ -122,7 +125,8 @@ def test_rates_are_the_true_rates_in_every_window_a_step_ends_in(spark, run):
     # Reference: a window holds a measured rate when a step (between two consecutive samples) ends in it.
     measured = {float((int(later["time"] // window) + 1) * window) for later in samples[1:]}
     rates = {row.window_end: (row.messages_in_per_second, row.acknowledged_per_second) for row in flow.collect()}
-    assert {end for end, (rate, _ack) in rates.items() if rate is not None} == measured
+    assertDataFrameEqual(flow.where("messages_in_per_second IS NOT NULL").select("window_end"),
+                         spark.createDataFrame([(int(end),) for end in sorted(measured)], "window_end long"))
     for end in measured:
         # Counters are whole messages: each step's rounding is at most one message over the window's span.
         rate, ack = rates[end]
