@@ -47,11 +47,15 @@ setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROX
 	fi
 	@touch $@
 
+# The checkout's measurement package (spark/) and the collection (by its name, through .collections) are importable
+# in the venv through a .pth file of paths relative to its site-packages, as an installed package would be.
 $(VENV)/.installed: requirements-dev.txt spark/requirements.txt
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 is needed (ansible-core 2.21); none found" >&2; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	site=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
+	  printf '%s\n' ../../../../spark ../../../../.collections > "$$site/continuity-artemis-checkout.pth"
 	@touch $@
 
 $(ARTEMIS_ARCHIVE):
@@ -83,6 +87,7 @@ $(AWX_COLLECTION): $(VENV)/.installed
 	$(VENV)/bin/python -c 'import sys, zipfile; wheel = zipfile.ZipFile(sys.argv[1]); \
 	  wheel.extractall(".collections", [n for n in wheel.namelist() if n.startswith("ansible_collections/awx/awx/")])' \
 	  .cache/awx/ansible-*.whl
+	@touch $@
 
 testbed-up: setup
 	$(TESTBED) up $(TESTBED_ARGS)

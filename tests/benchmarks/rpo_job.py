@@ -56,12 +56,10 @@ def _end(rows: int, t0: float = T0) -> float:
 
 
 def _job_seconds(work: str, *arguments: str) -> float:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO_ROOT, "spark"),
-                                                      os.path.join(REPO_ROOT, ".collections")]))
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", f"{work}/telemetry", "--textfile",
                     f"{work}/out.prom", "--report", f"{work}/report.html", *arguments],
-                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - started
 
 

@@ -10,12 +10,6 @@ import threading
 
 from prometheus_client.parser import text_string_to_metric_families
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPARK_DIR = os.path.join(REPO_ROOT, "spark")
-for path in (SPARK_DIR, os.path.join(REPO_ROOT, ".collections")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
 
 def published(textfile: str) -> dict:
     """{(metric name, sorted label pairs): value} of a Prometheus textfile."""
@@ -74,10 +68,9 @@ class Measurement:
     def job(self, output_dir: str, *arguments: str) -> dict:
         """Run the job's command line over the telemetry; the metrics it published."""
         textfile = os.path.join(output_dir, "continuity_artemis.prom")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([SPARK_DIR, os.path.join(REPO_ROOT, ".collections")]))
         result = subprocess.run([sys.executable, "-m", "continuity_rpo.job", "--telemetry", self.root, "--output",
                                  os.path.join(output_dir, "history"), "--textfile", textfile, "--report",
                                  os.path.join(output_dir, "report.html"), *arguments],
-                                capture_output=True, text=True, timeout=600, check=False, env=env)
+                                capture_output=True, text=True, timeout=600, check=False)
         assert result.returncode == 0, result.stderr[-4000:]
         return published(textfile)

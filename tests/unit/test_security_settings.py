@@ -1,13 +1,9 @@
 """The security-settings filter: who may do what on which match, with staging for passive sites."""
 
-import os
-import sys
-
 import pytest
 from ansible.errors import AnsibleFilterError
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".collections"))
-from ansible_collections.continuity.artemis.plugins.filter.artemis_security_settings import (  # noqa: E402
+from ansible_collections.continuity.artemis.plugins.filter.artemis_security_settings import (
     artemis_security_settings)
 
 PERMISSIONS = ["send", "consume", "browse", "createDurableQueue"]

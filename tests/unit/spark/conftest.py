@@ -1,13 +1,8 @@
 """Spark in local mode for the measurement job's unit tests (one session for all of them)."""
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "spark"))
-
-from continuity_rpo.session import spark_session  # noqa: E402
+from continuity_rpo.session import spark_session
 
 
 @pytest.fixture(scope="session")
