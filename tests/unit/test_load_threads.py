@@ -14,6 +14,8 @@ def _bug(*_args, **_kwargs):
     raise RuntimeError("a bug in the load thread")
 
 
+# The crashed thread also ends with its exception, as an unhandled one (pytest warns of it): that is expected here.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("worker", [
     lambda: amqp.Producer("amqp://127.0.0.1:1", "user", "password", "queue", rate=10),
     lambda: amqp.Consumer("amqp://127.0.0.1:1", "user", "password", "queue"),
