@@ -23,7 +23,8 @@ def probe_latencies(probes: DataFrame, counted_from: float | None = None) -> tup
 
     Returns (probes, rejected): a probe seen before it was sent (clock skew, or a corrupt record) and a probe seen
     without a "sent" record are rejected, never clipped to a lag of zero. ``counted_from`` (an incremental run): only
-    probes with a row from then on are counted, the earlier ones were when their rows arrived.
+    probes with a row from then on are counted, the earlier ones were when their rows arrived. The valid probes also
+    have ``covered_time`` (see ``_covered``), which lag and RPO both need: computed once, here.
     """
     keys = ["probe_id"] + LINK_KEYS
     sent = probes.where(F.col("event") == "sent").groupBy(*keys).agg(F.min("time").alias("sent_time"))
@@ -36,7 +37,7 @@ def probe_latencies(probes: DataFrame, counted_from: float | None = None) -> tup
     if counted_from is not None:
         counted &= F.greatest("sent_time", "seen_time") >= counted_from
     rejected = tagged.where(counted).groupBy("reason").count()
-    return tagged.where(F.col("reason").isNull()).drop("reason"), rejected
+    return _covered(tagged.where(F.col("reason").isNull()).drop("reason")), rejected
 
 
 def _with_as_of(latencies: DataFrame, as_of) -> DataFrame:
@@ -55,7 +56,7 @@ def replication_lag(latencies: DataFrame, window: int, as_of) -> DataFrame:
     seen = F.col("seen_time").isNotNull() & (F.col("seen_time") <= F.col("as_of"))
     lag = F.when(seen, F.col("lag_seconds")).otherwise(
         F.least(F.coalesce(F.col("covered_time"), F.col("as_of")), F.col("as_of")) - F.col("sent_time"))
-    return (_with_as_of(_covered(latencies), as_of).where(F.col("sent_time") <= F.col("as_of"))
+    return (_with_as_of(latencies, as_of).where(F.col("sent_time") <= F.col("as_of"))
             .withColumn("lag", lag)
             .withColumn("window_end", window_end(F.col("sent_time"), window))
             .groupBy(*LINK_KEYS, "window_end")
@@ -81,7 +82,7 @@ def rpo_over_time(latencies: DataFrame, window: int, as_of) -> DataFrame:
     (or still outstanding at ``as_of``) adds t - s at every instant t in [s, c). Over a window [a, b) the worst is
     therefore the largest min(c, b) - s of the probes outstanding in it: a stall counts in full wherever it starts
     and ends, even inside one window."""
-    evaluated = _with_as_of(_covered(latencies), as_of)
+    evaluated = _with_as_of(latencies, as_of)
     outstanding_until = F.least(F.coalesce(F.col("covered_time"), F.col("as_of")), F.col("as_of"))
     k_first = F.floor(F.col("sent_time") / window) + 1
     k_last = F.least(F.ceil(outstanding_until / window), F.floor(F.col("as_of") / window))
@@ -107,7 +108,7 @@ def rpo_over_time(latencies: DataFrame, window: int, as_of) -> DataFrame:
 def current_rpo(latencies: DataFrame, as_of) -> DataFrame:
     """Per link at ``as_of`` (see ``_with_as_of``; returned as ``evaluated_at``): RPO in time and the "replicated up
     to" time (newest probe sent that was visible)."""
-    sent_by_then = _with_as_of(_covered(latencies), as_of).where(F.col("sent_time") <= F.col("as_of"))
+    sent_by_then = _with_as_of(latencies, as_of).where(F.col("sent_time") <= F.col("as_of"))
     visible = F.col("seen_time").isNotNull() & (F.col("seen_time") <= F.col("as_of"))
     covered = F.col("covered_time").isNotNull() & (F.col("covered_time") <= F.col("as_of"))
     return (sent_by_then.groupBy(*LINK_KEYS)
