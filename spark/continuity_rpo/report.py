@@ -203,7 +203,9 @@ def render(results: Results, config: dict) -> str:
         sla_row = rto_objectives.get((row["datacentre"], row["queue"]), {})
         row.update(objective_seconds=sla_row.get("objective_seconds"),
                    passed=sla_row.get("passed") if row["rto_seconds"] is not None else None)
-    current = [dict(row, link=_link(row)) for row in results.current_rpo]
+    # RPO in time is the age of the oldest probe at risk, so its send time is evaluated_at - rpo (none at RPO 0).
+    current = [dict(row, link=_link(row), oldest_at_risk_sent_at=row["evaluated_at"] - row["rpo_seconds"]
+                    if row.get("rpo_seconds") else None) for row in results.current_rpo]
     probes = [dict(row, link=_link(row)) for row in results.probe_sources]
     rejected = [{"kind": kind, "reason": reason, "rows": count} for kind, reason, count in results.rejected]
     sections = [
@@ -216,7 +218,7 @@ def render(results: Results, config: dict) -> str:
         ("Over time", _plots(results, config)),
         ("RPO now", _table(current, [
             ("Link", "link", ""), ("RPO", "rpo_seconds", " s"), ("Evaluated at", "evaluated_at", ""),
-            ("Replicated up to", "replicated_up_to", ""), ("Oldest message at risk sent at", "oldest_at_risk", "")])),
+            ("Replicated up to", "replicated_up_to", ""), ("Oldest message at risk sent at", "oldest_at_risk_sent_at", "")])),
         ("RTO estimate, part by part", _table(rto_rows, [
             ("Datacentre", "datacentre", ""), ("Queue", "queue", ""), ("Messages waiting", "message_count", ""),
             ("Consumption speed", "consumption_per_second", " msg/s"), ("Detection", "detection_seconds", " s"),

@@ -34,8 +34,7 @@ def _stall_rows():
     config = sla.load(None)
     return _rows(link_windows=link_windows, link_sla=link_sla, queue_windows=queue_windows, rto=rto,
                  queue_sla=sla.queue_compliance(config, rto),
-                 current_rpo=[dict(LINK, rpo_seconds=0.25, evaluated_at=T0 + 180, replicated_up_to=T0 + 179.75,
-                                   oldest_at_risk=None)]), config
+                 current_rpo=[dict(LINK, rpo_seconds=0.25, evaluated_at=T0 + 180, replicated_up_to=T0 + 179.75)]), config
 
 
 def test_each_objective_has_one_verdict_that_agrees_with_the_windows_the_plot_draws():
@@ -71,6 +70,9 @@ def test_the_rto_breakdown_and_throughput_are_shown_in_words_and_utc():
     assert "Throughput per queue" in html and html.count("data:image/png;base64,") == 5
     assert "<h1>RPO and RTO as of 2023-11-14 22:17:00 UTC</h1>" in html
     assert "2023-11-14 22:16:59 UTC" in html  # replicated up to, in UTC
+    # RPO now: 0.25 s at 22:17:00, so the oldest probe at risk was sent at 22:16:59.75.
+    assert ["dc1 → dc2", "0.25 s", "2023-11-14 22:17:00 UTC", "2023-11-14 22:16:59 UTC",
+            "2023-11-14 22:16:59 UTC"] in cells
     assert str(int(T0)) not in html and "_seconds" not in html and "source_datacentre" not in html
 
 
