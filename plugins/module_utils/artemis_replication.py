@@ -8,6 +8,8 @@ Shared by artemis_replication_info, artemis_drain_check and artemis_site.
 
 from __future__ import annotations
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
+    KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerNotReady, BrokerUnreachable)
@@ -28,10 +30,11 @@ def _flag(value):
 
 
 def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
-    """Queues clients use: not internal (mirror store-and-forward, management) nor temporary, and selected by the
-    prefixes (every queue when ``include_prefixes`` is empty)."""
+    """Queues clients use: not internal (mirror store-and-forward, management, what a passive site keeps) nor
+    temporary, and selected by the prefixes (every queue when ``include_prefixes`` is empty)."""
     name = queue['name']
-    if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS'):
+    if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS') \
+            or name == KEPT_ADDRESS:
         return False
     if include_prefixes and not any(name.startswith(prefix) for prefix in include_prefixes):
         return False
@@ -41,10 +44,12 @@ def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
 def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     """One broker's state. Raises ManagementError when it cannot be read."""
     status = client.status()
-    report = dict(status, reachable=True, links=[], queues=[])
+    report = dict(status, reachable=True, links=[], queues=[], kept={})
     if not status['live']:
         return report  # a backup holds no queues of its own until it takes over
     queues = client.queues()
+    if any(queue['name'] == KEPT_ADDRESS and _int(queue['messageCount']) for queue in queues):
+        report['kept'] = client.count_messages(KEPT_ADDRESS, KEPT_ADDRESS, group_by=ORIGINAL_ADDRESS_PROPERTY)
     backlog = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                    if queue['name'].startswith(MIRROR_QUEUE_PREFIX))
     for connection in client.broker_connections():
@@ -80,9 +85,9 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
             entry.update(broker_report(ArtemisManagement.from_params(broker, params),
                                        include_prefixes, exclude_prefixes))
         except BrokerUnreachable as exc:
-            entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[])
+            entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[], kept={})
         except BrokerNotReady as exc:
-            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[])
+            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[], kept={})
         reports.append(entry)
     return reports
 

@@ -65,6 +65,11 @@ brokers:
       returned: when reachable
     shared_store: {description: Its HA pair shares one journal (shared_store)., type: bool, returned: when reachable}
     version: {description: Artemis version., type: str, returned: when reachable}
+    kept:
+      description: "Messages a live broker keeps on C(continuity.kept) because the mirror found no queue for them
+        (its datacentre is passive for their group), per original address. See M(continuity.artemis.artemis_reconcile)."
+      type: dict
+      returned: always
     links:
       description: Mirror broker connections, with C(name), C(started), C(connected) and C(backlog) (events in
         its store-and-forward queue).
@@ -83,6 +88,10 @@ comparison:
   returned: always
   type: list
   elements: dict
+kept_messages:
+  description: Sum of every broker's kept messages.
+  returned: always
+  type: int
 backlog:
   description: Sum of every reachable broker's link backlogs.
   returned: always
@@ -114,7 +123,8 @@ def main():
     if not params['queues']:
         reports = [dict(report, queues=[]) for report in reports]
     module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
-                     backlog=sum(link['backlog'] for report in reports for link in report['links']))
+                     backlog=sum(link['backlog'] for report in reports for link in report['links']),
+                     kept_messages=sum(sum(report['kept'].values()) for report in reports))
 
 
 if __name__ == '__main__':

@@ -18,6 +18,9 @@ description:
   - The state is applied through the management API as runtime security settings, which Artemis keeps in its
     journal (they survive restarts and override the same match in C(broker.xml)). The settings are computed exactly
     as the broker role computes C(broker.xml)'s, from the same variables.
+  - "With O(address_settings), a passive datacentre also keeps what the mirrors deliver and cannot route (a queue
+    whose creation is still on its way) on C(continuity.kept), and an active one stops keeping: the same
+    address settings as the broker role writes to C(broker.xml) for the datacentre's staging."
   - "Fenced: refuses to activate while another reachable datacentre is active for one of the groups, unless
     O(force=true). Every broker of the datacentre must be reachable; nothing changes otherwise."
 extends_documentation_fragment:
@@ -64,6 +67,13 @@ options:
     type: list
     elements: dict
     required: true
+  address_settings:
+    description:
+      - The estate's address settings, as in C(broker_address_settings) (C(match), C(settings)). Given, the
+        datacentre keeps unroutable mirrored messages while passive (see the description); omitted, address
+        settings are left alone.
+    type: list
+    elements: dict
   admin_role:
     description: The administrator role (C(broker_admin_role)); it keeps every permission.
     type: str
@@ -138,6 +148,10 @@ changed_settings:
   description: Per broker, the matches whose security setting was (or in check mode would be) replaced.
   returned: always
   type: dict
+changed_address_settings:
+  description: Per broker, the address-setting matches replaced (or that would be), to keep or stop keeping.
+  returned: always
+  type: dict
 closed_connections:
   description: Client connections closed (or that would be) by a fence, per broker.
   returned: always
@@ -154,6 +168,8 @@ from collections import namedtuple
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
+    as_json, check_address, differs, group_address_settings)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     FULL_STATE, MODES, full_state_groups, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
@@ -217,10 +233,16 @@ def clients_may_act(settings, admin_role):
                   if any(set(permissions.get(permission, [])) - set([admin_role]) for permission in STAGED_PERMISSIONS))
 
 
-BrokerPlan = namedtuple('BrokerPlan', 'broker client live changes connections')
+BrokerPlan = namedtuple('BrokerPlan', 'broker client live changes connections address_setting_changes')
 
 
-def survey(params, desired, client_for=ArtemisManagement.from_params):
+def address_setting_changes(client, desired_address_settings):
+    """The matches whose keeping differs on the broker from what is desired."""
+    return sorted(match for match, settings in desired_address_settings.items()
+                  if differs(client.address_settings(check_address(match)), settings))
+
+
+def survey(params, desired, client_for=ArtemisManagement.from_params, desired_address_settings=None):
     """Look at every broker before changing anything: (the plan for each live broker of this datacentre, where
     else clients may act). Raises ManagementError when a broker of this datacentre does not answer."""
     active_elsewhere, plan = [], []
@@ -247,7 +269,8 @@ def survey(params, desired, client_for=ArtemisManagement.from_params):
             connections = [c['connectionID'] for c in client.connections()
                            if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
         plan.append(BrokerPlan(broker, client, live, sorted(match for match in desired
-                                                            if live[match] != desired[match]), connections))
+                                                            if live[match] != desired[match]), connections,
+                               address_setting_changes(client, desired_address_settings or {})))
     return plan, active_elsewhere
 
 
@@ -260,7 +283,7 @@ def previous_state(plan, desired, admin_role):
     return states.pop() if len(states) == 1 else 'mixed'
 
 
-def apply(module, plan, desired, selected, outcome):
+def apply(module, plan, desired, selected, outcome, desired_address_settings=None):
     """Set the roles, and for a fence let deliveries finish and close the clients' connections. ``outcome`` records
     as it goes the changed settings and closed connections per broker and the diff (check mode: what would change),
     so that a failure half way says what was done."""
@@ -271,10 +294,14 @@ def apply(module, plan, desired, selected, outcome):
             outcome['changed_settings'][name] = entry.changes
             outcome['diff']['before'][name] = dict((match, entry.live[match]) for match in entry.changes)
             outcome['diff']['after'][name] = dict((match, desired[match]) for match in entry.changes)
+        if entry.address_setting_changes:
+            outcome['changed_address_settings'][name] = entry.address_setting_changes
         if entry.connections:
             outcome['closed_connections'][name] = len(entry.connections)
         if module.check_mode:
             continue
+        for match in entry.address_setting_changes:
+            entry.client.set_address_settings(match, as_json(desired_address_settings[match]))
         for match in entry.changes:
             entry.client.set_roles(match, desired[match], PERMISSIONS)
         if entry.connections:
@@ -302,6 +329,7 @@ def argument_spec():
         )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),
+        address_settings=dict(type='list', elements='dict'),
         admin_role=dict(type='str', default='amq'),
         exempt_users=dict(type='list', elements='str', default=[]),
         exempt_ports=dict(type='list', elements='int', default=[]),
@@ -312,7 +340,8 @@ def argument_spec():
 
 
 def checked_inputs(module):
-    """(the selected groups, the desired settings), or fail naming the bad option."""
+    """(the selected groups, the desired security settings, the desired address settings or None), or fail naming
+    the bad option."""
     params = module.params
     full_state = full_state_groups(params['address_groups'])
     selected = params['groups'] if params['groups'] is not None else full_state
@@ -324,16 +353,23 @@ def checked_inputs(module):
         module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)' % (
             params['datacentre'], ', '.join(sorted(set(b['datacentre'] for b in params['brokers'])))))
     try:
-        return selected, desired_settings(params, selected)
+        desired = desired_settings(params, selected)
     except ValueError as exc:
         module.fail_json(msg='address_groups: %s' % exc)
+    if params['address_settings'] is None:
+        return selected, desired, None
+    try:
+        return selected, desired, group_address_settings(params['address_settings'], params['address_groups'],
+                                                         selected, params['state'] == 'passive')
+    except ValueError as exc:
+        module.fail_json(msg='address_settings: %s' % exc)
 
 
 def run_module(module, client_for=ArtemisManagement.from_params):
     params = module.params
-    selected, desired = checked_inputs(module)
+    selected, desired, desired_address_settings = checked_inputs(module)
     try:
-        plan, active_elsewhere = survey(params, desired, client_for)
+        plan, active_elsewhere = survey(params, desired, client_for, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
     if active_elsewhere and not params['force']:
@@ -342,13 +378,15 @@ def run_module(module, client_for=ArtemisManagement.from_params):
                              % (params['datacentre'], '; '.join(active_elsewhere)),
                          active_elsewhere=active_elsewhere)
     previous = previous_state(plan, desired, params['admin_role'])
-    outcome = {'changed_settings': {}, 'closed_connections': {}, 'diff': {'before': {}, 'after': {}}}
+    outcome = {'changed_settings': {}, 'changed_address_settings': {}, 'closed_connections': {},
+               'diff': {'before': {}, 'after': {}}}
     try:
-        apply(module, plan, desired, selected, outcome)
+        apply(module, plan, desired, selected, outcome, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg='%s (the datacentre may now be partly %s: run again)' % (exc, params['state']),
                          changed_settings=outcome['changed_settings'])
-    module.exit_json(changed=bool(outcome['changed_settings'] or outcome['closed_connections']),
+    module.exit_json(changed=bool(outcome['changed_settings'] or outcome['changed_address_settings']
+                                  or outcome['closed_connections']),
                      previous_state=previous, active_elsewhere=active_elsewhere, **outcome)
 
 

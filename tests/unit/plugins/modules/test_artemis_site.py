@@ -1,6 +1,8 @@
 """artemis_site: what a datacentre's security settings must be, on known input; and the module's survey, refusal,
 force, fence and check mode against stub brokers."""
 
+import json
+
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import BrokerUnreachable
@@ -57,6 +59,7 @@ class StubBroker:
         self.open_connections = list(connections)
         self.live, self.reachable = live, reachable
         self.calls = []
+        self.runtime_address_settings = {}  # match -> JSON settings, as addAddressSettings took them
 
     def status(self):
         if not self.reachable:
@@ -75,6 +78,14 @@ class StubBroker:
 
     def connections(self):
         return self.open_connections
+
+    def address_settings(self, address):
+        covering = [match for match in self.runtime_address_settings if address.startswith(match[:-1])]
+        return self.runtime_address_settings[max(covering, key=len)] if covering else {}
+
+    def set_address_settings(self, match, settings_json):
+        self.calls.append(("set_address_settings", match))
+        self.runtime_address_settings[match] = json.loads(settings_json)
 
     def close_connection(self, connection_id):
         self.calls.append(("close", connection_id))
@@ -115,7 +126,7 @@ def _site(state, brokers, check_mode=False, **options):
     """Run artemis_site for dc2 against stub brokers ({name: (datacentre, StubBroker)}); the result it exits or
     fails with."""
     params = dict(_params(state), datacentre="dc2", groups=["all"], exempt_users=["replicator"], exempt_ports=[],
-                  force=False, delivery_timeout=1,
+                  force=False, delivery_timeout=1, address_settings=None,
                   brokers=[{"name": name, "datacentre": dc} for name, (dc, _stub) in brokers.items()])
     params.update(options)
     module = StubModule(params, check_mode)
@@ -175,3 +186,36 @@ def test_a_silent_datacentre_elsewhere_is_skipped_but_its_own_must_answer():
     assert exited and result["changed_settings"] == {"dc2-node1": ["#"]}
     exited, result = _site("active", {"dc2-node1": ("dc2", StubBroker(_settings("passive"), reachable=False))})
     assert not exited and "unreachable" in result["msg"]
+
+
+CONFIGURED = [{"match": "#", "settings": {"dead-letter-address": "DLQ", "auto-create-queues": True}}]
+
+
+def test_with_address_settings_a_fence_keeps_unroutable_mirrored_messages_and_an_activation_stops():
+    dc2 = StubBroker(_settings("active"), [MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)}, address_settings=CONFIGURED)
+    assert exited and result["changed_address_settings"] == {"dc2-node1": ["#"]}
+    # The whole configured setting of the match, since a runtime setting replaces broker.xml's.
+    assert dc2.runtime_address_settings["#"] == {"deadLetterAddress": "continuity.kept", "autoCreateQueues": True,
+                                                 "sendToDLAOnNoRoute": True}
+    assert dc2.calls[0] == ("set_address_settings", "#")
+    exited, again = _site("passive", {"dc2-node1": ("dc2", dc2)}, address_settings=CONFIGURED)
+    assert exited and not again["changed"]
+
+    exited, result = _site("active", {"dc2-node1": ("dc2", dc2)}, address_settings=CONFIGURED)
+    assert exited and result["changed_address_settings"] == {"dc2-node1": ["#"]}
+    assert dc2.runtime_address_settings["#"] == {"deadLetterAddress": "DLQ", "autoCreateQueues": True}
+
+
+def test_without_address_settings_the_module_leaves_them_alone():
+    dc2 = StubBroker(_settings("active"), [MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and result["changed_address_settings"] == {}
+    assert not [call for call in dc2.calls if call[0] == "set_address_settings"]
+
+
+def test_bad_address_settings_fail_naming_the_option_before_anything_changes():
+    dc2 = StubBroker(_settings("active"), [MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)}, address_settings=[{"settings": {}}])
+    assert not exited and result["msg"].startswith("address_settings: ")
+    assert dc2.calls == []
