@@ -235,6 +235,46 @@ class ArtemisManagement(object):
         return json.loads(self.execute(queue_mbean(self.name, address, queue), 'listMessagesAsJSON(java.lang.String)',
                                        message_filter))
 
+    def count_messages(self, address, queue, message_filter='', group_by=None, routing_type='anycast'):
+        """How many messages of a queue match a filter; with ``group_by``, {value of that property: count}."""
+        mbean = queue_mbean(self.name, address, queue, routing_type)
+        if group_by is None:
+            return int(self.execute(mbean, 'countMessages(java.lang.String)', message_filter))
+        return json.loads(self.execute(mbean, 'countMessages(java.lang.String,java.lang.String)', message_filter,
+                                       group_by))
+
+    def browse(self, address, queue, message_filter='', page_size=200, routing_type='anycast'):
+        """Every message of a queue matching a filter, page by page: messageID, userID and ``properties``
+        (every property, annotation and broker property by its plain name)."""
+        found, page = [], 1
+        while True:
+            rows = self.execute(queue_mbean(self.name, address, queue, routing_type),
+                                'browse(int,int,java.lang.String)', page, page_size, message_filter) or []
+            for row in rows:
+                properties = {}
+                for key, values in row.items():
+                    if key.endswith('Properties') and isinstance(values, dict):
+                        for name, value in values.items():
+                            properties.setdefault(name.partition('.')[2] or name, value)
+                found.append({'messageID': int(row['messageID']), 'userID': row.get('userID'),
+                              'properties': properties})
+            if len(rows) < page_size:
+                return found
+            page += 1
+
+    def move_message(self, address, queue, message_id, to_queue):
+        """Move one message of an anycast queue into the queue ``to_queue`` only (Artemis routes the copy to that
+        queue's binding and acknowledges the original in one transaction)."""
+        return self.execute(queue_mbean(self.name, address, queue), 'moveMessage(long,java.lang.String)', message_id,
+                            to_queue)
+
+    def copy_message(self, address, queue, message_id, to_queue):
+        return self.execute(queue_mbean(self.name, address, queue), 'copyMessage(long,java.lang.String)', message_id,
+                            to_queue)
+
+    def remove_message(self, address, queue, message_id):
+        return self.execute(queue_mbean(self.name, address, queue), 'removeMessage(long)', message_id)
+
     def remove_messages(self, address, queue, message_filter):
         """Remove (acknowledge) the messages of an anycast queue matching an Artemis filter; returns how many."""
         return self.execute(queue_mbean(self.name, address, queue), 'removeMessages(java.lang.String)',
@@ -250,6 +290,15 @@ class ArtemisManagement(object):
         signature = 'addSecuritySettings(%s)' % ','.join(['java.lang.String'] * (len(order) + 1))
         return self.execute(broker_mbean(self.name), signature, match,
                             *[','.join(permissions.get(permission, [])) for permission in order])
+
+    def address_settings(self, address):
+        """The address settings Artemis applies to ``address`` (every match merged), JSON names."""
+        return json.loads(self.execute(broker_mbean(self.name), 'getAddressSettingsAsJSON', address))
+
+    def set_address_settings(self, match, settings_json):
+        """Replace the address settings of ``match`` at runtime (persisted in the journal, like set_roles)."""
+        return self.execute(broker_mbean(self.name), 'addAddressSettings(java.lang.String,java.lang.String)', match,
+                            settings_json)
 
     def connections(self):
         """Every client connection: connectionID, users, remoteAddress, protocol, ..."""

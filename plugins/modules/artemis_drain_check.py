@@ -14,6 +14,8 @@ description:
     application queue holds the same number of messages in every datacentre (within O(tolerance)).
   - Fails after O(timeout) seconds with the backlog per link and the counts of every queue that differs.
   - Reads only. Run it after the source site's clients are fenced, or the counts keep moving.
+  - "A queue short at a passive datacentre because the mirror delivered its messages before its creation is out of
+    sync here; those messages are kept there (C(kept)) and M(continuity.artemis.artemis_reconcile) settles them."
 extends_documentation_fragment:
   - continuity.artemis.management
   - continuity.artemis.management.read_only
@@ -31,6 +33,10 @@ options:
     description: Seconds to wait for the drain.
     type: int
     default: 300
+  compare_queues:
+    description: Compare the queues too. V(false) waits only for the source's mirror backlog to be delivered.
+    type: bool
+    default: true
   poll_interval:
     description: Seconds between two looks.
     type: float
@@ -70,6 +76,10 @@ out_of_sync:
   returned: always
   type: list
   elements: dict
+kept:
+  description: Messages the other datacentres keep because the mirror found no queue for them, per broker.
+  returned: always
+  type: dict
 progress:
   description: One sample per poll, C(elapsed), C(backlog) (total) and C(out_of_sync) (number of queues).
   returned: always
@@ -88,14 +98,17 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replica
 
 
 def look(params):
-    """(backlog per source link, queues out of sync, unreachable brokers of the source)."""
+    """(backlog per source link, queues out of sync, unreachable brokers, kept messages per broker)."""
     reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     source = [report for report in reports if report['datacentre'] == params['source_datacentre']]
     backlog = dict(('%s/%s' % (report['name'], link['name']), link['backlog'])
                    for report in source for link in report['links'])
-    out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
+    out_of_sync = []
+    if params['compare_queues']:
+        out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
     unreachable = [report['name'] for report in reports if not report['reachable']]
-    return backlog, out_of_sync, unreachable
+    kept = dict((report['name'], sum(report['kept'].values())) for report in reports if report['kept'])
+    return backlog, out_of_sync, unreachable, kept
 
 
 def main():
@@ -105,6 +118,7 @@ def main():
         tolerance=dict(type='int', default=0),
         timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
+        compare_queues=dict(type='bool', default=True),
     )
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -122,7 +136,7 @@ def main():
     progress = []
     while True:
         try:
-            backlog, out_of_sync, unreachable = look(params)
+            backlog, out_of_sync, unreachable, kept = look(params)
         except ManagementError as exc:
             module.fail_json(msg=str(exc), progress=progress)
         elapsed = round(time.monotonic() - started, 3)
@@ -134,12 +148,14 @@ def main():
         time.sleep(params['poll_interval'])
 
     result = dict(changed=False, drained=drained, elapsed=elapsed, backlog=backlog, out_of_sync=out_of_sync,
-                  progress=progress)
+                  kept=kept, progress=progress)
     if not drained:
-        module.fail_json(msg='%s did not drain within %ss: backlog per link %s; queues out of sync: %s%s' % (
+        module.fail_json(msg='%s did not drain within %ss: backlog per link %s; queues out of sync: %s%s%s' % (
             params['source_datacentre'], params['timeout'], backlog,
             ', '.join('%s %s' % (entry['queue'], entry['message_counts']) for entry in out_of_sync) or 'none',
-            '; unreachable: %s' % ', '.join(unreachable) if unreachable else ''), **result)
+            '; unreachable: %s' % ', '.join(unreachable) if unreachable else '',
+            '; kept because the mirror found no queue (settle them with artemis_reconcile): %s' % kept
+            if kept else ''), **result)
     module.exit_json(**result)
 
 
