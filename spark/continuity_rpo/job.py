@@ -120,6 +120,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
                                               "lag_max_seconds"])
     links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
                                                      "last_sample_time"])
+    kept, kept_by_address = metrics.kept_messages(data["kept_samples"], as_of, window)
     current_rpo = _rows(metrics.current_rpo(latencies, route_as_of))
     if previous:
         current_rpo = incremental.current_rpo(current_rpo, previous, probe_sources, run.touched)
@@ -142,6 +143,9 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         queue_windows=_rows(queue_windows.select(
             "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
             "message_count_max").orderBy("window_end")),
+        kept=_rows(kept.orderBy("datacentre")),
+        kept_by_address=_rows(kept_by_address.orderBy("datacentre", "address")),
+        reconciliations=_rows(metrics.last_reconciliations(data["events"]).orderBy("operation", "target_datacentre")),
         tables=tables,
     )
     results.queue_sla = sla.queue_compliance(config, results.rto)

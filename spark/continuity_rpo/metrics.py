@@ -146,6 +146,20 @@ def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
                  F.min("connected").alias("connected_ratio"), F.max("last_sample_time").alias("last_sample_time")))
 
 
+def kept_messages(kept_samples: DataFrame, as_of: float, window: int) -> tuple[DataFrame, DataFrame]:
+    """(per datacentre, per datacentre and original address): the mirrored messages its live brokers keep because
+    they found no queue, at each broker's latest sample within the last window before ``as_of`` (a broker not
+    sampled since drops out, as the other current figures do)."""
+    latest = (kept_samples.where((F.col("time") > as_of - window) & (F.col("time") <= as_of))
+              .groupBy("datacentre", "broker")
+              .agg(F.max_by(F.struct("kept", "kept_by_address"), "time").alias("latest"))
+              .select("datacentre", "latest.kept", "latest.kept_by_address"))
+    per_datacentre = latest.groupBy("datacentre").agg(F.sum("kept").alias("kept_messages"))
+    per_address = (latest.select("datacentre", F.explode("kept_by_address").alias("address", "kept"))
+                   .groupBy("datacentre", "address").agg(F.sum("kept").alias("kept_messages")))
+    return per_datacentre, per_address
+
+
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
     """Per datacentre, queue and window: messages in and acknowledged per second, depth (last, and min and max over
     the window's samples, summed over brokers), in-flight deliveries
@@ -218,6 +232,22 @@ def operation_durations(events: DataFrame) -> DataFrame:
     first = Window.partitionBy("name", "id")
     return (timed.withColumn("since_start_seconds", F.col("time") - F.min("time").over(first))
             .select("name", "id", "source", "target", "phase", "time", "since_start_seconds"))
+
+
+RECONCILIATION_OUTCOMES = ("kept", "reconciled", "discarded", "pending")
+
+
+def last_reconciliations(events: DataFrame) -> DataFrame:
+    """Per operation (swapover, ...) and target datacentre, the newest reconciliation it recorded (the phase
+    ``reconciled``): its time and how many kept messages it found, put into their queues, discarded and left."""
+    reconciled = (events.where(F.col("phase") == "reconciled").withColumn("time", event_time(F.col("at")))
+                  .where(F.col("time").isNotNull()))
+    latest = (reconciled.groupBy("name", "target")
+              .agg(F.max_by(F.struct("time", "details"), "time").alias("latest")))
+    return latest.select(F.col("name").alias("operation"), F.col("target").alias("target_datacentre"),
+                         F.col("latest.time").alias("time"),
+                         *[F.col("latest.details").getItem(outcome).cast("long").alias(outcome)
+                           for outcome in RECONCILIATION_OUTCOMES])
 
 
 def activation_seconds(durations: DataFrame, default: float) -> float:

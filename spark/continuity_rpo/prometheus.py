@@ -43,6 +43,25 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
         (gauge("mirror_backlog_events", "Store-and-forward events not yet sent over a mirror.", LINK),
          "backlog_events_last"),
         (gauge("mirror_connected_ratio", "Share of samples with the mirror connected.", LINK), "connected_ratio")])
+    each(results.kept, ["datacentre"], [
+        (gauge("kept_messages", "Mirrored messages this datacentre keeps because they found no queue (a queue "
+                                "created at runtime): settled by artemis_reconcile.", ["datacentre"]),
+         "kept_messages")])
+    each(results.kept_by_address, ["datacentre", "address"], [
+        (gauge("kept_messages_by_address", "Kept mirrored messages per original address.",
+               ["datacentre", "address"]),
+         "kept_messages")])
+    reconciled = gauge("reconciliation_messages", "The newest reconciliation of kept messages an operation ran "
+                                                  "(artemis_reconcile): how many it found kept, put into their "
+                                                  "queues, discarded (consumed at the source) and left pending.",
+                       ["operation", "target_datacentre", "outcome"])
+    reconciled_at = gauge("reconciliation_timestamp_seconds", "When that reconciliation ran.",
+                          ["operation", "target_datacentre"])
+    for row in results.reconciliations:
+        reconciled_at.labels(row["operation"], row["target_datacentre"]).set(row["time"])
+        for outcome in ("kept", "reconciled", "discarded", "pending"):
+            if row.get(outcome) is not None:
+                reconciled.labels(row["operation"], row["target_datacentre"], outcome).set(row[outcome])
     each(results.latest_queue, QUEUE, [
         (gauge("queue_backlog_messages", "Messages this datacentre has not received yet.", QUEUE),
          "backlog_messages"),

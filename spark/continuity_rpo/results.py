@@ -33,5 +33,10 @@ class Results:
     queue_windows: Rows = field(default_factory=list)
     queue_sla: Rows = field(default_factory=list)
     drill_sla: Rows = field(default_factory=list)
+    kept: Rows = field(default_factory=list)
+    """Per datacentre, the mirrored messages kept because they found no queue (artemis_reconcile settles them)."""
+    kept_by_address: Rows = field(default_factory=list)
+    reconciliations: Rows = field(default_factory=list)
+    """Per operation and target datacentre, the newest reconciliation of kept messages (the event log)."""
     tables: dict = field(default_factory=dict, repr=False, compare=False)
     """The same results as Spark DataFrames, for the Parquet history."""

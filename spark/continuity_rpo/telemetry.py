@@ -4,6 +4,8 @@ Every kind lives in its own directory of JSON-lines files under one root (a loca
 
     <root>/queue_samples/   the collector: one row per queue per broker per sample
     <root>/link_samples/    the collector: one row per mirror (broker connection) per broker per sample
+    <root>/kept_samples/    the collector: one row per live broker per sample, the mirrored messages it keeps
+                            because they found no queue (in all, and per original address)
     <root>/probes/          the canary prober: a "sent" row when a probe leaves its source datacentre, a "seen" row
                             when it is visible at a target datacentre (both times from the prober's own clock)
     <root>/ledgers/         drills: ids accepted and consumed per datacentre, and the time of the fault
@@ -42,6 +44,8 @@ SCHEMAS = {
     "link_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
                             ("link", StringType()), ("target_datacentre", StringType()),
                             ("connected", BooleanType()), ("backlog", LongType())),
+    "kept_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
+                            ("kept", LongType()), ("kept_by_address", MapType(StringType(), LongType()))),
     "probes": _schema(("probe_id", StringType()), ("source_datacentre", StringType()),
                       ("target_datacentre", StringType()), ("event", StringType()), ("time", DoubleType())),
     "ledgers": _schema(("drill", StringType()), ("id", StringType()), ("datacentre", StringType()),
@@ -63,6 +67,7 @@ REQUIRED = {
     "queue_samples": ("time", "broker", "datacentre", "queue", "messages_added", "messages_acknowledged",
                       "message_count", "delivering_count"),
     "link_samples": ("time", "broker", "datacentre", "link", "target_datacentre", "backlog"),
+    "kept_samples": ("time", "broker", "datacentre", "kept"),
     "probes": ("probe_id", "source_datacentre", "target_datacentre", "event", "time"),
     "ledgers": ("drill", "datacentre", "event", "time"),
     "events": ("name", "id", "phase", "at"),
@@ -70,7 +75,7 @@ REQUIRED = {
 
 # The kinds that grow all the time: what incremental mode ingests. Ledgers and the event log stay small and are read
 # whole on every run (the event log is one file the playbooks append to).
-SAMPLED = ("queue_samples", "link_samples", "probes")
+SAMPLED = ("queue_samples", "link_samples", "kept_samples", "probes")
 
 ALLOWED_EVENTS = {"probes": ("sent", "seen"), "ledgers": ("accepted", "consumed", "present", "fault")}
 
@@ -91,7 +96,7 @@ class Telemetry:
     def until(self, as_of: float) -> "Telemetry":
         """The samples and probe events up to ``as_of``: what the job would have known then."""
         frames = dict(self.frames)
-        for kind in ("queue_samples", "link_samples", "probes"):
+        for kind in SAMPLED:
             frames[kind] = frames[kind].where(F.col("time") <= as_of)
         return Telemetry(frames, self.rejected)
 
@@ -127,6 +132,8 @@ def _rejections(kind, frame, now):
             "messages_added", "messages_acknowledged", "message_count", "delivering_count")]) < 0))
     if kind == "link_samples":
         reasons.append(("negative counter", F.col("backlog") < 0))
+    if kind == "kept_samples":
+        reasons.append(("negative counter", F.col("kept") < 0))
     return reasons
 
 

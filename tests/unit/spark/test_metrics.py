@@ -246,3 +246,31 @@ def test_activation_time_is_the_median_over_operations_and_the_default_without_a
     durations = metrics.operation_durations(telemetry.from_rows(spark, {"events": events})["events"])
     assert metrics.activation_seconds(durations, default=99.0) == pytest.approx(2.0)
     assert metrics.activation_seconds(durations.limit(0), default=99.0) == 99.0
+
+
+def test_kept_messages_are_each_live_brokers_latest_sample_summed_per_datacentre_and_address(spark):
+    rows = [{"time": T0 + s, "broker": broker, "datacentre": dc, "kept": kept, "kept_by_address": by_address}
+            for s, broker, dc, kept, by_address in [
+                (10, "dc2-n1", "dc2", 5, {"orders.a": 4, "orders.b": 1}),
+                (20, "dc2-n1", "dc2", 2, {"orders.a": 2}),           # reconciled in part since
+                (20, "dc2-n2", "dc2", 1, {"orders.a": 1}),           # a second live broker of dc2 (shared estate)
+                (20, "dc1-n1", "dc1", 0, {}),                        # nothing kept: 0, not absent
+                (-100, "dc3-n1", "dc3", 7, {"orders.c": 7})]]        # not sampled in the last window: left out
+    kept = telemetry.from_rows(spark, {"kept_samples": rows})["kept_samples"]
+    per_datacentre, per_address = metrics.kept_messages(kept, T0 + 30, W)
+    assertDataFrameEqual(per_datacentre, [Row(datacentre="dc1", kept_messages=0),
+                                          Row(datacentre="dc2", kept_messages=3)])
+    assertDataFrameEqual(per_address, [Row(datacentre="dc2", address="orders.a", kept_messages=3)])
+
+
+def test_the_newest_reconciliation_of_each_operation_comes_from_the_event_log(spark):
+    def event(operation_id, phase, at, **details):
+        return {"name": "swapover", "id": operation_id, "phase": phase, "at": at, "source": "dc1", "target": "dc2",
+                "details": {key: str(value) for key, value in details.items()}}
+    events = telemetry.from_rows(spark, {"events": [
+        event("a", "reconciled", "2026-11-24T10:00:00Z", kept=9, reconciled=9, discarded=0, pending=0),
+        event("b", "fenced", "2026-11-24T11:00:00Z"),
+        event("b", "reconciled", "2026-11-24T11:00:02Z", kept=5, reconciled=4, discarded=1, pending=0)]})["events"]
+    assertDataFrameEqual(metrics.last_reconciliations(events), [
+        Row(operation="swapover", target_datacentre="dc2", time=1795518002.0, kept=5, reconciled=4, discarded=1,
+            pending=0)])

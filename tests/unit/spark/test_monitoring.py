@@ -38,6 +38,10 @@ def _every_kind_of_result():
         probe_sources=[dict(link, as_of=2.0, age_seconds=30.0)],
         collector_sources=[{"datacentre": "dc1", "broker": "dc1-node1", "reported_up_to": 2.0,
                             "age_seconds": 30.0}],
+        kept=[{"datacentre": "dc2", "kept_messages": 3}],
+        kept_by_address=[{"datacentre": "dc2", "address": "orders", "kept_messages": 3}],
+        reconciliations=[{"operation": "swapover", "target_datacentre": "dc2", "time": 1.0, "kept": 5,
+                          "reconciled": 4, "discarded": 1, "pending": 0}],
     )
     return prometheus.registry_for(results, 1.0)
 
