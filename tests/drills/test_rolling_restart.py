@@ -11,17 +11,15 @@ was in flight. The figures go to tests/drills/results/.
 import datetime
 import json
 import os
-import shutil
 import subprocess
 import time
 import uuid
 
 import pytest
-import yaml
 
 from support import amqp
 from support.availability import Availability, overlapping
-from support.estate import REPO_ROOT, TESTBED_INVENTORY, Estate, run_playbook
+from support.estate import REPO_ROOT, Estate, layout_inventory, run_playbook
 
 # Each drill builds a 2 x 2 estate and runs site.yml twice under load: longer than the suite's 900 s per test.
 pytestmark = pytest.mark.timeout(2400)
@@ -33,16 +31,6 @@ RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 PREVIOUS_RELEASE = "2.44.0"  # the newest earlier release on Maven Central here (2.45-2.55: none reachable)
 # The test bed's full_state address groups (inventories/testbed/group_vars/all/estate.yml): owner and a queue in it.
 GROUPS = {"all": ("dc1", "roll.{id}"), "east": ("dc2", "east.roll.{id}")}
-
-
-def _inventory(tmp_path, layout="shared_nothing", extra=None):
-    target = tmp_path / f"inventory-{layout}"
-    shutil.copytree(TESTBED_INVENTORY, target)
-    for dc in ("dc1", "dc2"):
-        (target / "group_vars" / f"{dc}.yml").write_text(yaml.safe_dump({"replication_layout": layout}))
-    if extra:
-        (target / "group_vars" / "all" / "drill.yml").write_text(yaml.safe_dump(extra))
-    return str(target)
 
 
 @pytest.fixture
@@ -146,7 +134,7 @@ def _assert_safe(figures):
 
 
 def test_rolling_restart_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
-    inventory = _inventory(tmp_path)
+    inventory = layout_inventory(tmp_path, "shared_nothing")
     built = run_playbook("site.yml", inventory=inventory)
     assert built.rc == 0, built.output[-6000:]
     figures = _drill("rolling_restart_2x2", fresh_2x2, inventory, {"broker_java_max_heap": "500m"})
@@ -156,7 +144,7 @@ def test_rolling_restart_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
 def test_upgrade_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     archive = os.path.join(REPO_ROOT, ".cache", "artemis", f"apache-artemis-{PREVIOUS_RELEASE}-bin.tar.gz")
     assert os.path.exists(archive), f"{archive} is missing: make drills fetches it"
-    inventory = _inventory(tmp_path, extra={"broker_version": PREVIOUS_RELEASE})
+    inventory = layout_inventory(tmp_path, "shared_nothing", extra={"broker_version": PREVIOUS_RELEASE})
     built = run_playbook("site.yml", inventory=inventory)
     assert built.rc == 0, built.output[-6000:]
     assert {node.management().status()["version"] for node in fresh_2x2.nodes} == {PREVIOUS_RELEASE}

@@ -6,33 +6,17 @@ Runs on its own test bed shape (two nodes per datacentre, built fresh for each l
 """
 
 import os
-import shutil
 import time
 import uuid
 
 import pytest
-import yaml
 
 from support import amqp
-from support.estate import TESTBED_INVENTORY, Estate, generated_secrets, run_playbook
+from support.estate import Estate, generated_secrets, layout_inventory, run_module, run_playbook
 
 pytestmark = pytest.mark.layouts
 
 RATE = 200
-SHARED_STORE_DATA = "/mnt/artemis-data"  # the test bed mounts one directory per datacentre at /mnt
-
-
-def _inventory(tmp_path, layout):
-    """The test bed's inventory with `layout` for every datacentre (ZooKeeper comes from the test bed)."""
-    target = tmp_path / f"inventory-{layout}"
-    shutil.copytree(TESTBED_INVENTORY, target)
-    dc_vars = {"replication_layout": layout}
-    if layout == "shared_store":
-        dc_vars["broker_data_dir"] = SHARED_STORE_DATA
-    for dc in ("dc1", "dc2"):
-        with open(target / "group_vars" / f"{dc}.yml", "w") as handle:
-            yaml.safe_dump(dc_vars, handle)
-    return str(target)
 
 
 @pytest.fixture(params=["shared_nothing", "shared_nothing+zookeeper", "shared_store"])
@@ -41,7 +25,7 @@ def layout_estate(request, tmp_path):
     layout, lock_manager = (request.param.split("+") + [""])[:2]
     Estate.testbed("down")
     Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", *(["--zookeeper"] if lock_manager else []))
-    inventory = _inventory(tmp_path, layout)
+    inventory = layout_inventory(tmp_path, layout)
     started = time.monotonic()
     first = run_playbook("site.yml", inventory=inventory)
     assert first.rc == 0, first.output[-6000:]
@@ -86,15 +70,16 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
         assert "lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml
     dc2 = _node(estate, "dc2-node1")
     queue = f"layout.{uuid.uuid4().hex[:12]}"
-    # Known defect, measured apart: in an HA pair the message that auto-creates a queue sometimes never reaches
-    # dc2 (seen twice in CI: the producer's first id missing on dc2, present on dc1's backup, mirror connected with
-    # no backlog). The queue is created first so that this drill measures the loss of the primary alone.
+    # A queue created at runtime: in an HA pair its first message can reach dc2 before the queue does (an Artemis
+    # defect, docs/upstream/mirror-create-queue-race.md). dc2 keeps it, and artemis_reconcile puts it in its queue.
     first = amqp.send(primary.amqp_url, primary.user, primary.password, queue, 1, id_prefix=f"{queue}-first")
     amqp.wait_for(dc2.queue_names,
                   lambda names: queue in names, timeout=60)
     time.sleep(2)
-    estate.record_timing(f"{layout}.first_message_of_new_queue_on_dc2",
-                         int(bool({m.id for m in amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue)} & set(first))))
+    reconciled, output = run_module("artemis_reconcile", dict(estate.management_args(), datacentre="dc2"))
+    assert not reconciled.get("failed"), output[-3000:]
+    estate.record_timing(f"{layout}.first_message_kept_and_reconciled", len(reconciled["reconciled"]))
+    assert set(first) <= {m.id for m in amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue)}
     producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
     producer.start()
     producer.wait_connected()

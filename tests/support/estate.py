@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import yaml
@@ -58,6 +59,32 @@ class PlaybookResult:
             if match:
                 hosts[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
         return hosts
+
+
+SHARED_STORE_DATA = "/mnt/artemis-data"  # the test bed mounts one directory per datacentre at /mnt
+
+
+def layout_inventory(directory, layout: str, extra: dict | None = None) -> str:
+    """A copy of the test bed's inventory in ``directory`` with ``layout`` for every datacentre (shared_store: the
+    journal on the directory the test bed shares per datacentre) and ``extra`` variables for every host."""
+    target = os.path.join(str(directory), f"inventory-{layout}")
+    shutil.copytree(TESTBED_INVENTORY, target)
+    dc_vars = {"replication_layout": layout}
+    if layout == "shared_store":
+        dc_vars["broker_data_dir"] = SHARED_STORE_DATA
+    for dc in ("dc1", "dc2"):  # the datacentres of the layout beds
+        with open(os.path.join(target, "group_vars", f"{dc}.yml"), "w") as handle:
+            yaml.safe_dump(dc_vars, handle)
+    if extra:
+        with open(os.path.join(target, "group_vars", "all", "drill.yml"), "w") as handle:
+            yaml.safe_dump(extra, handle)
+    return target
+
+
+def broker_role_default(name: str):
+    """A variable's default in the broker role (roles/broker/defaults/main.yml)."""
+    with open(os.path.join(REPO_ROOT, "roles", "broker", "defaults", "main.yml")) as handle:
+        return yaml.safe_load(handle)[name]
 
 
 def run_playbook(playbook: str, inventory: str = TESTBED_INVENTORY, extra_args: list[str] | None = None,
@@ -186,6 +213,8 @@ class Estate:
         inventory = self.inventory_vars()
         return dict(self.management_args(), datacentre=datacentre, state=state,
                     address_groups=inventory["replication_address_groups"], roles=inventory["broker_roles"],
+                    address_settings=inventory.get("broker_address_settings", broker_role_default(
+                        "broker_address_settings")),
                     exempt_users=["replicator", "cluster"], exempt_ports=[5673])
 
     def broker_pids(self, node: Node) -> list[str]:
