@@ -63,7 +63,15 @@ def test_three_swapovers_under_load_lose_nothing_and_duplicate_nothing(dc1_activ
         assert set(consumed) <= accepted | set(producer.uncertain_ids())
 
         events = _events_since(started_at, source, target)
-        assert [event["phase"] for event in events] == ["started", "fenced", "drained", "activated", "verified"]
+        assert [event["phase"] for event in events] == ["started", "fenced", "reconciled", "drained", "activated",
+                                                        "verified"]
+        reconciled = next(event for event in events if event["phase"] == "reconciled")["details"]
+        assert int(reconciled["kept"]) == 0, reconciled  # standalone brokers: no message ever finds no queue
+        # The fenced source now keeps what its mirrors cannot route (it is passive), the activated target no longer.
+        for datacentre, keeps in ((source, True), (target, False)):
+            applied = estate.dc(datacentre).management().address_settings(queue)
+            assert bool(applied.get("sendToDLAOnNoRoute")) is keeps, (datacentre, applied)
+            assert (applied.get("deadLetterAddress") == "continuity.kept") is keeps, (datacentre, applied)
         at = {event["phase"]: datetime.datetime.fromisoformat(event["at"].rstrip("Z")) for event in events}
         estate.record_timing(f"swapover.drill{drill}.fenced_to_activated_s",
                              (at["activated"] - at["fenced"]).total_seconds())
