@@ -75,6 +75,11 @@ pending:
   returned: always
   type: list
   elements: dict
+skipped:
+  description: Brokers of the datacentre that did not answer (a backup that is down, a broker starting).
+  returned: always
+  type: list
+  elements: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -82,7 +87,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY, SOURCE_MESSAGE_ID_PROPERTY, SOURCE_NODE_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, BrokerUnreachable, ManagementError, MBeanNotFound, management_argument_spec,
+    ArtemisManagement, BrokerNotReady, BrokerUnreachable, ManagementError, MBeanNotFound, management_argument_spec,
     require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 
@@ -101,7 +106,7 @@ class Sources(object):
         for client in clients:
             try:
                 status = client.status()
-            except BrokerUnreachable:
+            except (BrokerUnreachable, BrokerNotReady):
                 continue
             if status['live']:
                 self.by_node[status['node_id']] = client
@@ -161,17 +166,15 @@ def reconcile_broker(module, client, sources, outcome):
             outcome['pending'].append(dict(entry, reason=reason))
             continue
         if action == 'discard':
-            outcome['discarded'].append(dict(entry, reason=reason))
             if not module.check_mode:
                 client.remove_message(KEPT_ADDRESS, KEPT_ADDRESS, message['messageID'])
+            outcome['discarded'].append(dict(entry, reason=reason))
             continue
-        for queue in into:
+        for index, queue in enumerate(into):
+            if not module.check_mode:
+                put = client.move_message if index == len(into) - 1 else client.copy_message
+                put(KEPT_ADDRESS, KEPT_ADDRESS, message['messageID'], queue['name'])
             outcome['reconciled'].append(dict(entry, queue=queue['name']))
-        if module.check_mode:
-            continue
-        for queue in into[:-1]:
-            client.copy_message(KEPT_ADDRESS, KEPT_ADDRESS, message['messageID'], queue['name'])
-        client.move_message(KEPT_ADDRESS, KEPT_ADDRESS, message['messageID'], into[-1]['name'])
 
 
 def run_module(module, client_for=ArtemisManagement.from_params):
@@ -180,7 +183,7 @@ def run_module(module, client_for=ArtemisManagement.from_params):
     if params['datacentre'] not in datacentres:
         module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)'
                          % (params['datacentre'], ', '.join(datacentres)))
-    outcome = {'kept': 0, 'reconciled': [], 'discarded': [], 'pending': []}
+    outcome = {'kept': 0, 'reconciled': [], 'discarded': [], 'pending': [], 'skipped': []}
     try:
         sources = Sources([client_for(broker, params) for broker in params['brokers']
                            if broker['datacentre'] != params['datacentre']])
@@ -188,7 +191,12 @@ def run_module(module, client_for=ArtemisManagement.from_params):
             if broker['datacentre'] != params['datacentre']:
                 continue
             client = client_for(broker, params)
-            if client.status()['live'] and KEPT_ADDRESS in client.queue_names():
+            try:
+                live = client.status()['live']
+            except (BrokerUnreachable, BrokerNotReady) as exc:
+                outcome['skipped'].append('%s (%s)' % (broker['name'], exc))
+                continue
+            if live and KEPT_ADDRESS in client.queue_names():
                 reconcile_broker(module, client, sources, outcome)
     except ManagementError as exc:
         module.fail_json(msg='%s (what was done so far is in the result)' % exc, **outcome)
