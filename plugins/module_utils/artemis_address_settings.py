@@ -110,11 +110,6 @@ def as_json(settings):
     return json.dumps(values, sort_keys=True)
 
 
-def keeps_unrouted(settings):
-    """Whether these settings (broker.xml names) keep what cannot be routed on KEPT_ADDRESS."""
-    return bool(settings.get('send-to-dla-on-no-route')) and settings.get('dead-letter-address') == KEPT_ADDRESS
-
-
 def group_address_settings(configured, groups, selected, passive):
     """{match: settings} that artemis_site applies at runtime for the prefixes of the ``selected`` groups, when it
     makes them passive or active (computed as for broker.xml)."""

@@ -23,6 +23,22 @@ BURST = 50
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
+def send_to_new_queues(node, prefix):
+    """{queue: accepted ids}: QUEUES queues created at runtime by AMQP producers at ``node`` (one message each,
+    BURST to the first BURST_QUEUES)."""
+    queues = [f"{prefix}.{index:03d}" for index in range(QUEUES)]
+    return dict((queue, amqp.send(node.amqp_url, node.user, node.password, queue,
+                                  BURST if index < BURST_QUEUES else 1, id_prefix=queue))
+                for index, queue in enumerate(queues))
+
+
+def wait_until_delivered(estate):
+    """Until every mirror's store-and-forward backlog is empty."""
+    def backlog():
+        return run_module("artemis_replication_info", dict(estate.management_args(), queues=False))[0].get("backlog")
+    amqp.wait_for(backlog, lambda value: value == 0, timeout=300, description="the mirrors' backlog delivered")
+
+
 def main():
     Estate.testbed("down")
     Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2")
@@ -34,15 +50,8 @@ def main():
     estate = Estate.from_testbed()
     source = next(node for node in estate.nodes if node.dc == "dc1")
     run = uuid.uuid4().hex[:6]
-    sent = {}
-    for index in range(QUEUES):
-        queue = f"race.{run}.{index:03d}"
-        sent[queue] = len(amqp.send(source.amqp_url, source.user, source.password, queue,
-                                    BURST if index < BURST_QUEUES else 1, id_prefix=queue))
-
-    def backlog():
-        return run_module("artemis_replication_info", dict(estate.management_args(), queues=False))[0].get("backlog")
-    amqp.wait_for(backlog, lambda value: value == 0, timeout=300, description="the mirrors' backlog delivered")
+    sent = dict((queue, len(ids)) for queue, ids in send_to_new_queues(source, f"race.{run}").items())
+    wait_until_delivered(estate)
     time.sleep(2)
     info = run_module("artemis_replication_info", dict(estate.management_args(),
                                                        include_prefixes=[f"race.{run}."]))[0]

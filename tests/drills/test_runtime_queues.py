@@ -17,9 +17,8 @@ from support import amqp
 from support.estate import REPO_ROOT, Estate, layout_inventory, run_module, run_playbook
 from support.measurement import Measurement
 
-QUEUES = 500
-BURST_QUEUES = 20
-BURST = 50
+from reproduce_mirror_race import BURST, BURST_QUEUES, QUEUES, send_to_new_queues, wait_until_delivered
+
 CONSUMED_EVERY = 10  # every tenth queue is consumed at the source before the swapover
 RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 EVENT_LOG = os.path.expanduser("~/.local/state/continuity-artemis/events.jsonl")
@@ -49,12 +48,6 @@ def _kept(estate, datacentre):
     result, output = run_module("artemis_replication_info", estate.management_args())
     assert not result.get("failed"), output[-3000:]
     return sum(sum(report["kept"].values()) for report in result["brokers"] if report["datacentre"] == datacentre)
-
-
-def _wait_delivered(estate):
-    def backlog():
-        return run_module("artemis_replication_info", dict(estate.management_args(), queues=False))[0].get("backlog")
-    amqp.wait_for(backlog, lambda value: value == 0, timeout=300, description="the mirrors' backlog delivered")
 
 
 def _ids_at(node, queue):
@@ -105,11 +98,7 @@ def _drill(layout, estate, inventory, measurement, tmp_path):
     figures = {"layout": layout, "queues": QUEUES, "burst_queues": BURST_QUEUES, "burst": BURST}
 
     started = time.monotonic()
-    sent = {}
-    for index in range(QUEUES):
-        queue = f"rq.{run}.{index:03d}"
-        count = BURST if index < BURST_QUEUES else 1
-        sent[queue] = amqp.send(source.amqp_url, source.user, source.password, queue, count, id_prefix=queue)
+    sent = send_to_new_queues(source, f"rq.{run}")
     figures["send_s"] = round(time.monotonic() - started, 1)
     consumed = {}
     for index, queue in enumerate(sorted(sent)):
@@ -119,7 +108,7 @@ def _drill(layout, estate, inventory, measurement, tmp_path):
     expected = dict((queue, set(ids) - set(consumed.get(queue, []))) for queue, ids in sent.items())
     figures["sent"] = sum(len(ids) for ids in sent.values())
     figures["consumed_at_source"] = sum(len(ids) for ids in consumed.values())
-    _wait_delivered(estate)
+    wait_until_delivered(estate)
     figures["kept_before_swapover"] = kept = _kept(estate, "dc2")
 
     if layout == "shared_nothing" and kept:
