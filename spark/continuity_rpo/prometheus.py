@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway, write_to_textfile
 
+from ansible_collections.continuity.artemis.plugins.module_utils.published_rpo import EVALUATED_METRIC, RPO_METRIC
 from continuity_rpo.results import Results
+
+PREFIX = "continuity_artemis_"
 
 LINK = ["source_datacentre", "target_datacentre"]
 QUEUE = ["datacentre", "queue"]
@@ -17,7 +20,7 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
     registry = CollectorRegistry()
 
     def gauge(name, help_text, labels=()):
-        return Gauge(f"continuity_artemis_{name}", help_text, list(labels), registry=registry)
+        return Gauge(PREFIX + name, help_text, list(labels), registry=registry)
 
     def each(rows, keys, metrics):
         """metrics: (gauge, column) pairs; a null value leaves the series out."""
@@ -33,10 +36,10 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
          "lag_p99_seconds"),
         (gauge("replication_lag_max_seconds", "Largest probe lag in the latest window.", LINK), "lag_max_seconds")])
     each(results.current_rpo, LINK, [
-        (gauge("rpo_seconds", "Age of the oldest probe not yet visible at the target (RPO in time), as of what the "
-                              "route's prober has reported.", LINK), "rpo_seconds"),
-        (gauge("rpo_evaluated_timestamp_seconds", "The time the RPO is evaluated at: what the route's prober has "
-                                                  "reported up to.", LINK), "evaluated_at"),
+        (gauge(RPO_METRIC[len(PREFIX):], "Age of the oldest probe not yet visible at the target (RPO in time), as "
+                                         "of what the route's prober has reported.", LINK), "rpo_seconds"),
+        (gauge(EVALUATED_METRIC[len(PREFIX):], "The time the RPO is evaluated at: what the route's prober has "
+                                               "reported up to.", LINK), "evaluated_at"),
         (gauge("replicated_timestamp_seconds", "Send time of the newest probe visible at the target.", LINK),
          "replicated_up_to")])
     each(results.latest_link, LINK, [

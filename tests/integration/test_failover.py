@@ -1,22 +1,53 @@
 """Abrupt failover under load (playbooks/failover.yml), then failback (playbooks/failback.yml): after a short WAN
-outage, dc1's host is powered off while producers send 500 msg/s; dc2 is activated; the loss and duplicates at that
-point are counted. When dc1 returns with its journal, failback brings its stranded backlog over: nothing is lost
+outage, dc1's host is powered off while producers send 500 msg/s; the failover weighs the RPO the measurement
+published, refuses it above the objective and goes ahead when forced, recording both; dc2 is activated; the loss and
+duplicates at that point are counted. When dc1 returns with its journal, failback brings its stranded backlog over: nothing is lost
 overall. The RPO/RTO measurement runs throughout: its estimate from before the fault stands beside the loss its
 own ledger computation finds, which must be the loss the test counted."""
 
+import datetime
 import json
+import os
+import re
+import shutil
+import sys
 import time
 import uuid
 
+import pytest
+import yaml
+
 from support import amqp, ledger
-from support.estate import run_playbook
+from support.estate import TESTBED_INVENTORY, run_playbook
 from support.measurement import Measurement
 
 RATE = 500
+# Below what the WAN outage before the loss makes the RPO: the failover refuses unless forced.
+OBJECTIVE_S = 1
+LINK = (("source_datacentre", "dc1"), ("target_datacentre", "dc2"))
 
 
-def _run(playbook, **extra_vars):
-    return run_playbook(playbook, extra_args=["-e", json.dumps(extra_vars)] if extra_vars else [])
+def _run(playbook, inventory=TESTBED_INVENTORY, **extra_vars):
+    return run_playbook(playbook, inventory, extra_args=["-e", json.dumps(extra_vars)] if extra_vars else [])
+
+
+def _inventory_with_measurement_host(tmp_path, textfile):
+    """The test bed's inventory with the controller as its rpo_job host, whose job's textfile is ``textfile``."""
+    target = tmp_path / "inventory"
+    shutil.copytree(TESTBED_INVENTORY, target)
+    (target / "rpo.yml").write_text(yaml.safe_dump({"rpo_job": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "rpo_job_textfile": str(textfile)}}}}))
+    return str(target)
+
+
+def _decision_since(started_at):
+    """The details of the newest failover decision in the event log recorded since ``started_at``."""
+    with open(os.path.expanduser("~/.local/state/continuity-artemis/events.jsonl")) as handle:
+        decisions = [event for event in map(json.loads, handle) if event["name"] == "failover"
+                     and event["phase"] == "decided" and event["at"] >= started_at]
+    assert decisions, "no failover decision in the event log"
+    return decisions[-1]["details"]
 
 
 def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_the_end, tmp_path):
@@ -41,11 +72,26 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
             estate.testbed("stop-node", dc1.name)
             estate.testbed("heal")
 
-            refused = _run("playbooks/failover.yml", failover_target="dc2", failover_confirm=True)
-            assert refused.rc != 0 and "is not within the RPO objective" in refused.output, refused.output[-3000:]
-            result = _run("playbooks/failover.yml", failover_target="dc2", failover_confirm=True, failover_force=True)
+            # No lag from the operator: the failover weighs the RPO the measurement published (the job over what
+            # collector and prober saw until the loss), read from the textfile on the inventory's rpo_job host.
+            published = measurement.job(str(tmp_path / "published"))
+            measured_rpo = published[("continuity_artemis_rpo_seconds", LINK)]
+            estate.record_timing("failover.published_rpo_s", measured_rpo)
+            estate.record_timing("failover.rpo_job_before_failover_s", time.monotonic() - lost_at)
+            inventory = _inventory_with_measurement_host(tmp_path, tmp_path / "published" / "continuity_artemis.prom")
+            gate = {"failover_target": "dc2", "failover_confirm": True, "failover_rpo_objective_s": OBJECTIVE_S}
+            assert measured_rpo > OBJECTIVE_S, "the partition did not take the RPO past the objective"
+            refused = _run("playbooks/failover.yml", inventory, **gate)
+            assert refused.rc != 0 and re.search(
+                rf"Refused: measured RPO {measured_rpo:.1f} s \(evaluated \d+ s ago\) is above the RPO objective of "
+                rf"{OBJECTIVE_S}", refused.output), refused.output[-3000:]
+            forced_at = datetime.datetime.now(datetime.timezone.utc).isoformat()
+            result = _run("playbooks/failover.yml", inventory, failover_force=True, **gate)
             assert result.rc == 0, result.output[-6000:]
             estate.record_timing("failover.loss_to_activated_s", time.monotonic() - lost_at)
+            decided = _decision_since(forced_at)
+            assert decided["forced"] and not decided["within_objective"], decided
+            assert float(decided["rpo_seconds"]) == pytest.approx(measured_rpo) and float(decided["rpo_age_s"]) > 0
             consumer.start()
             time.sleep(5)
             producer.stop()
