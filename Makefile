@@ -28,7 +28,7 @@ GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration molecule testbed-up testbed-down clean bench-rpo role-docs \
+.PHONY: help setup demo test lint sanity unit integration molecule testbed-up testbed-down clean bench bench-rpo role-docs \
 	drills reproduce-mirror-race
 
 help:
@@ -36,6 +36,7 @@ help:
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint, sanity, unit and integration tests, and the Molecule scenarios"
 	@echo "make drills  the long drills (rolling restart and upgrade of a 2 x 2 estate under load, runtime queues and a swapover); figures in tests/drills/results"
+	@echo "make bench   the benchmarks (B1 mirror cost so far) on a test bed of their own; benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
@@ -151,6 +152,12 @@ drills: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
 # a 2 x 2 shared_nothing bed loses without reconciliation. Builds its own test bed.
 reproduce-mirror-race: setup
 	cd tests && python -m drills.reproduce_mirror_race
+
+# The collection's figures (benchmarks/RESULTS.md), on a test bed of their own; not part of make test (a smoke of
+# the rendering is). make bench BENCH_ARGS="--only B1 --rounds 3"
+BENCH_ARGS ?=
+bench: setup
+	cd tests && python -m benchmarks.bench $(BENCH_ARGS)
 
 # The RPO/RTO job on generated telemetry in Spark local mode (not part of make test): make bench-rpo ROWS=10000000
 ROWS ?= 1000000

@@ -168,16 +168,17 @@ class Node:
 @dataclasses.dataclass
 class Estate:
     nodes: list[Node]
+    inventory: str = TESTBED_INVENTORY
 
     @classmethod
-    def from_testbed(cls) -> "Estate":
+    def from_testbed(cls, inventory: str = TESTBED_INVENTORY) -> "Estate":
         status = json.loads(subprocess.run([TESTBED, "status", "--json"], check=True, capture_output=True,
                                            text=True).stdout)
         return cls([Node(n["name"], n["dc"], n["address"], n["amqp_url"], n["core_url"], n["management_url"],
                          n["ca_cert"], n["credentials"]["user"], n["credentials"]["password"],
                          n["management_credentials"]["user"], n["management_credentials"]["password"],
                          n["monitor_credentials"]["user"], n["monitor_credentials"]["password"])
-                    for n in status])
+                    for n in status], inventory)
 
     def dc(self, name: str) -> Node:
         """The first node of a datacentre."""
@@ -187,12 +188,11 @@ class Estate:
         """The first node of every datacentre but the active one (the test bed makes dc1 active)."""
         return [self.dc(name) for name in sorted({node.dc for node in self.nodes} - {active})]
 
-    @staticmethod
-    def inventory_vars() -> dict:
-        """The committed variables of the test bed's inventory (group_vars/all/estate.yml and testbed.yml)."""
+    def inventory_vars(self) -> dict:
+        """The variables of the estate's inventory for every host (group_vars/all/estate.yml and testbed.yml)."""
         merged = {}
         for name in ("estate.yml", "testbed.yml"):
-            with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", name)) as handle:
+            with open(os.path.join(self.inventory, "group_vars", "all", name)) as handle:
                 merged.update(yaml.safe_load(handle) or {})
         return merged
 

@@ -1,0 +1,432 @@
+"""make bench: the collection's figures measured on a test bed of its own, written to
+benchmarks/results/<date>-<commit>.json and rendered into benchmarks/RESULTS.md (tests/benchmarks/render.py).
+
+    cd tests && python -m benchmarks.bench [--only B1] [--rounds 3] [--seconds 20] [--warmup 5]
+
+B1, mirror cost: one producer (and one consumer) of the Artemis distribution's own `artemis perf client`, persistent
+1 KiB messages, against dc1's broker; its throughput to an address the estate mirrors asynchronously, to one mirrored
+synchronously (`sync: true` on its group) and to one that is not mirrored, in alternating rounds on the same broker;
+the ratios mirrored / unmirrored. Once with every process free to run on every CPU, once pinned as on separate
+machines (dc1's broker alone on CPU 0; dc2's broker and the load client on CPU 1: this machine has two).
+
+B2, replication lag at 1,000 msg/s for a one-way WAN delay of 0, 20, 50 and 100 ms (see replication_lag).
+B3, swapover time with 0, 10,000 and 100,000 messages queued (see swapover_time).
+B4 and B5, abrupt failover loss and failback (see failover_loss).
+B6, the RPO job on 1M, 10M and 30M telemetry rows. B7, site.yml cold and warm on 2 x 1 and 2 x 2.
+
+Measured, never asserted. A test bed must not be up (the benchmark builds its own and removes it afterwards, unless
+KEEP_TESTBED=1; --reuse runs on the bed such a run left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import yaml
+
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+from benchmarks import render, rpo_job
+from support import amqp, ledger
+from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
+from support.measurement import Measurement
+
+RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
+INVENTORY = os.path.join(REPO_ROOT, ".cache", "bench", "inventory")
+ARTEMIS_HOME = os.environ.get("ARTEMIS_HOME") or os.path.join(REPO_ROOT, ".cache", "artemis", "apache-artemis-2.56.0")
+# What B1 sends to: the estate mirrors `repl.` asynchronously and `sync.` synchronously; `local.` is in no group.
+DESTINATIONS = {"async": "repl.bench", "sync": "sync.bench", "unmirrored": "local.bench"}
+ADDRESS_GROUPS = [{"name": "repl", "addresses": ["repl."], "mode": "full_state"},
+                  {"name": "sync", "addresses": ["sync."], "mode": "full_state", "sync": True},
+                  {"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"}]
+# B2 sends to a messages_only group: there dc2's own clients may consume their copy, so arrival is seen by a consumer.
+LAG_ADDRESS = "inflow.lag"
+# Placement when pinned (taskset CPU lists): dc1's broker alone, the rest together.
+PINNED = {"dc1": "0", "dc2": "1", "client": "1"}
+
+
+@dataclasses.dataclass
+class Run:
+    """What every benchmark gets: the converged 2 x 1 estate and the run's settings."""
+    estate: Estate
+    rounds: int
+    seconds: int
+    warmup: int
+    cold_converge_s: float | None
+
+
+def testbed(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([TESTBED, *args], check=check, capture_output=True, text=True, timeout=1800)
+
+
+def converge() -> float:
+    """site.yml on the benchmark's inventory; its wall time."""
+    started = time.monotonic()
+    result = run_playbook("site.yml", inventory=INVENTORY)
+    if result.rc != 0:
+        raise SystemExit(f"site.yml failed on the benchmark's test bed:\n{result.output[-4000:]}")
+    return time.monotonic() - started
+
+
+def build(nodes_per_dc: int) -> tuple[Estate, dict, float]:
+    """A 2 x ``nodes_per_dc`` test bed (shared_nothing pairs when 2) converged by site.yml with the benchmark's
+    address groups, in an inventory of its own; the estate, its settings and the cold converge time."""
+    shutil.rmtree(INVENTORY, ignore_errors=True)
+    testbed("up", "--dcs", "2", "--nodes-per-dc", str(nodes_per_dc), "--inventory-dir", INVENTORY)
+    with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "estate.yml")) as handle:
+        settings = yaml.safe_load(handle)
+    settings.update(replication_address_groups=ADDRESS_GROUPS, broker_java_max_heap="1g")
+    with open(os.path.join(INVENTORY, "group_vars", "all", "estate.yml"), "w") as handle:
+        yaml.safe_dump(settings, handle)
+    if nodes_per_dc == 2:
+        for dc in ("dc1", "dc2"):
+            with open(os.path.join(INVENTORY, "group_vars", f"{dc}.yml"), "w") as handle:
+                yaml.safe_dump({"replication_layout": "shared_nothing"}, handle)
+    return Estate.from_testbed(INVENTORY), settings, converge()
+
+
+def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | None) -> dict:
+    """One run of `artemis perf client` (one producer, one consumer) against ``node``; its JSON report."""
+    with tempfile.TemporaryDirectory() as work:
+        report = os.path.join(work, "report.json")
+        command = [os.path.join(ARTEMIS_HOME, "bin", "artemis"), "perf", "client", "--silent", "--url", node.core_url,
+                   "--user", node.user, "--password", node.password, "--persistent", "--message-size", "1024",
+                   "--duration", str(seconds), "--warmup", str(warmup), "--json", report,
+                   f"queue://{destination}"]
+        if cpus is not None:
+            command = ["taskset", "-c", cpus] + command
+        result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + warmup + 120,
+                                check=False)
+        if result.returncode != 0 or not os.path.exists(report):
+            raise RuntimeError(f"artemis perf client failed ({result.returncode}): {result.stderr[-2000:]}"
+                               f"{result.stdout[-2000:]}")
+        with open(report) as handle:
+            return json.load(handle)
+
+
+def sent_rate(report: dict) -> float:
+    """Messages per second the producer completed over the measured period (after the warm-up)."""
+    return float(report["result"]["sent msg/sec"])
+
+
+def pin(estate: Estate, pinned: bool) -> None:
+    for node in estate.nodes:
+        testbed("cpus", node.name, PINNED[node.dc] if pinned else "all")
+
+
+def mirror_cost(run: Run) -> dict:
+    """B1: alternating rounds; each round sends to every destination once, on a new queue."""
+    estate, rounds, seconds, warmup = run.estate, run.rounds, run.seconds, run.warmup
+    dc1 = estate.dc("dc1")
+    runs = []
+    for pinned in (False, True):
+        pin(estate, pinned)
+        for round_number in range(1, rounds + 1):
+            for kind, prefix in DESTINATIONS.items():
+                destination = f"{prefix}.{uuid.uuid4().hex[:8]}"
+                report = perf_client(dc1, destination, seconds, warmup, PINNED["client"] if pinned else None)
+                runs.append({"pinned": pinned, "round": round_number, "kind": kind, "destination": destination,
+                             "sent_per_s": round(sent_rate(report), 1), "report": report})
+                print(f"B1 {'pinned' if pinned else 'unpinned'} round {round_number} {kind}: "
+                      f"{runs[-1]['sent_per_s']} msg/s", flush=True)
+    pin(estate, False)
+    summary = {}
+    for pinned in (False, True):
+        placement = "pinned" if pinned else "unpinned"
+        by_round = {}
+        for run in runs:
+            if run["pinned"] == pinned:
+                by_round.setdefault(run["round"], {})[run["kind"]] = run["sent_per_s"]
+        for kind in ("async", "sync"):
+            ratios = [r[kind] / r["unmirrored"] for r in by_round.values() if r.get("unmirrored")]
+            summary[f"{placement}.{kind}"] = {
+                "ratios": [round(x, 3) for x in ratios],
+                "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
+                "all_rounds_ratio": round(sum(r[kind] for r in by_round.values())
+                                          / sum(r["unmirrored"] for r in by_round.values()), 3),
+                "mirrored_per_s": [r[kind] for r in by_round.values()],
+                "unmirrored_per_s": [r["unmirrored"] for r in by_round.values()]}
+    return {"goal": "mirrored / unmirrored throughput >= 0.85, pinned, async",
+            "method": {"client": "artemis perf client", "producers": 1, "consumers": 1, "persistent": True,
+                       "message_size": 1024, "seconds": seconds, "warmup_seconds": warmup, "rounds": rounds,
+                       "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0},
+            "summary": summary, "runs": runs}
+
+
+def machine() -> dict:
+    with open("/proc/meminfo") as handle:
+        memory_kib = int(next(line for line in handle if line.startswith("MemTotal")).split()[1])
+    return {"cpus": os.cpu_count(), "memory_gib": round(memory_kib / 2 ** 20, 1), "kernel": platform.release(),
+            "model": next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                           if line.startswith("model name")), "")}
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def replication_lag(run: Run, rate: int = 1000, delays_ms: tuple[int, ...] = (0, 20, 50, 100)) -> dict:
+    """B2: a proton producer at dc1 and a consumer of the mirrored copy at dc2 (a messages_only group, where dc2's
+    clients may consume), both on this machine's clock; a message's lag is its receive time at dc2 minus its send
+    time at dc1, for every message sent after the warm-up. The WAN delay is one way (Toxiproxy)."""
+    estate, seconds, warmup = run.estate, run.seconds, run.warmup
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    rows = []
+    for delay in delays_ms:
+        testbed("wan", "--delay-ms", str(delay))
+        address = f"{LAG_ADDRESS}.{delay}ms.{uuid.uuid4().hex[:6]}"
+        consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, address)
+        with consumer:
+            consumer.wait_connected()
+            with amqp.Producer([dc1.amqp_url], dc1.user, dc1.password, address, rate=rate, body_size=1024) as producer:
+                producer.wait_connected()
+                time.sleep(warmup + seconds)
+            sent = {r.id: r.sent_at for r in producer.ledger() if r.outcome == "accepted"}
+            amqp.wait_for(lambda: len(set(consumer.received_ids()) & set(sent)), lambda n: n == len(sent),
+                          timeout=120, description=f"every message at dc2 (WAN {delay} ms)")
+        first = min(sent.values()) + warmup
+        lags = [(record.received_at - sent[record.id]) * 1000 for record in consumer.ledger()
+                if record.id in sent and sent[record.id] >= first]
+        rows.append({"wan_delay_ms": delay, "messages": len(lags), "rate_per_s": round(len(lags) / seconds, 1),
+                     "p50_ms": round(_percentile(lags, 0.5), 1), "p99_ms": round(_percentile(lags, 0.99), 1),
+                     "max_ms": round(max(lags), 1), "goal_p99_ms": delay + 50})
+        print(f"B2 WAN {delay} ms: p50 {rows[-1]['p50_ms']} p99 {rows[-1]['p99_ms']} max {rows[-1]['max_ms']} ms "
+              f"({len(lags)} messages)", flush=True)
+    testbed("wan", "--delay-ms", "0")
+    return {"goal": "p99 <= WAN delay + 50 ms at 1,000 msg/s",
+            "method": {"producer": "python-qpid-proton at dc1", "consumer": "python-qpid-proton at dc2",
+                       "rate_per_s": rate, "message_size": 1024, "durable": True, "seconds": seconds,
+                       "warmup_seconds": warmup, "address_group_mode": "messages_only"},
+            "rows": rows}
+
+
+EVENT_LOG = os.path.expanduser("~/.local/state/continuity-artemis/events.jsonl")
+
+
+def _swapover_events(since: str) -> dict:
+    """{phase: time} of the newest swapover in the event log recorded since ``since`` (UTC ISO text)."""
+    with open(EVENT_LOG) as handle:
+        events = [event for event in map(json.loads, handle) if event["name"] == "swapover" and event["at"] >= since]
+    newest = events[-1]["id"]
+    return {event["phase"]: datetime.datetime.fromisoformat(event["at"].removesuffix("Z")).replace(
+        tzinfo=datetime.timezone.utc).timestamp() for event in events if event["id"] == newest}
+
+
+def swapover_time(run: Run, queued: tuple[int, ...] = (0, 10_000, 100_000)) -> dict:
+    """B3: N durable 1 KiB messages queued on one queue of the `repl` group at the active site (and replicated), one
+    more so that N = 0 has something to deliver; a consumer at the other site, retrying while that site refuses it;
+    playbooks/swapover.yml moves `repl` over. Time = the swapover's `fenced` event to the consumer's first message;
+    beside it the playbook's own wall time and the phases. The directions alternate; the ledger checks that every
+    message arrived once."""
+    estate = run.estate
+    rows = []
+    source, target = "dc1", "dc2"
+    for count in queued:
+        queue = f"repl.swap.{count}.{uuid.uuid4().hex[:6]}"
+        src, dst = estate.dc(source), estate.dc(target)
+        with amqp.Producer([src.amqp_url], src.user, src.password, queue, rate=None, body_size=1024,
+                           max_messages=count + 1) as producer:
+            amqp.wait_for(lambda: len(producer.accepted_ids()), lambda n: n == count + 1, timeout=1800,
+                          description=f"{count + 1} messages queued at {source}")
+        amqp.wait_for(lambda: dst.management().message_count(queue, queue), lambda n: n == count + 1,
+                      timeout=1800, description=f"{count + 1} messages replicated to {target}")
+        consumer = amqp.Consumer([dst.amqp_url], dst.user, dst.password, queue, reconnect_delay=0.1)
+        with consumer:
+            since = datetime.datetime.now(datetime.timezone.utc).isoformat()
+            started = time.monotonic()
+            result = run_playbook("playbooks/swapover.yml", inventory=INVENTORY, extra_args=["-e", json.dumps(
+                {"swapover_source": source, "swapover_target": target, "swapover_groups": ["repl", "sync"]})])
+            playbook_s = time.monotonic() - started
+            if result.rc != 0:
+                raise RuntimeError(f"swapover {source} -> {target} failed:\n{result.output[-4000:]}")
+            amqp.wait_for(lambda: len(set(consumer.accepted_ids())), lambda n: n == count + 1, timeout=1800,
+                          description=f"{count + 1} messages consumed at {target}")
+        phases = _swapover_events(since)
+        first = min(record.received_at for record in consumer.ledger())
+        rows.append({"queued": count, "source": source, "target": target,
+                     "fence_to_first_consume_s": round(first - phases["fenced"], 2),
+                     "playbook_s": round(playbook_s, 1),
+                     "phases_s": {phase: round(at - phases["started"], 2) for phase, at in phases.items()},
+                     "consumed": len(set(consumer.accepted_ids())), "duplicates": len(consumer.duplicates())})
+        print(f"B3 {count} queued, {source} -> {target}: fence to first consume "
+              f"{rows[-1]['fence_to_first_consume_s']} s (playbook {rows[-1]['playbook_s']} s)", flush=True)
+        source, target = target, source
+    if source != "dc1":  # leave dc1 active, as the inventory says
+        back = run_playbook("playbooks/swapover.yml", inventory=INVENTORY, extra_args=["-e", json.dumps(
+            {"swapover_source": source, "swapover_target": "dc1", "swapover_groups": ["repl", "sync"]})])
+        if back.rc != 0:
+            raise RuntimeError(f"swapover back to dc1 failed:\n{back.output[-4000:]}")
+    return {"goal": "fence to first consume at the target <= 30 s with 10,000 messages queued",
+            "method": {"message_size": 1024, "durable": True, "groups": ["repl", "sync"], "consumer_retry_s": 0.1},
+            "rows": rows}
+
+
+def _published(measurement: Measurement, work: str, name: str) -> dict:
+    """The job over the drill's telemetry and ledger: {metric: value} of the drill ``name``."""
+    with open(os.path.join(work, "sla.yml"), "w") as handle:
+        handle.write("window_seconds: 5\n")
+    metrics = measurement.job(work, "--sla", os.path.join(work, "sla.yml"))
+    return {metric.removeprefix("continuity_artemis_drill_"): value for (metric, labels), value in metrics.items()
+            if metric.startswith("continuity_artemis_drill_") and dict(labels).get("drill") == name}
+
+
+def failover_loss(run: Run, rates: tuple[int, ...] = (100, 500, 1000), delays_ms: tuple[int, ...] = (0, 50)) -> dict:
+    """B4 and B5: per rate and WAN delay, a producer at dc1 (failover list dc1, dc2) and the RPO measurement
+    (collector and prober of spark/, in this process) for 15 s; dc1's host powered off (no partition before);
+    failover.yml (forced, the figure recorded); a consumer at dc2 takes everything dc2 has; what dc1 held and had not
+    replicated is the loss (ledger). Beside it the RPO job's estimate, from the last window before the fault, of
+    the messages at risk, and its error. Then dc1 boots, site.yml starts its broker, failback.yml brings its
+    stranded messages over and gives the groups back: the loss overall must be 0 (B5)."""
+    estate = run.estate
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    route = next(r for r in artemis_estate.probe_routes(ADDRESS_GROUPS, ["dc1", "dc2"], "dc1") if r["group"] == "repl")
+    rows = []
+    for delay in delays_ms:
+        for rate in rates:
+            testbed("wan", "--delay-ms", str(delay))
+            name = f"failover-{rate}-{delay}ms"
+            queue = f"repl.{name}.{uuid.uuid4().hex[:6]}"
+            with tempfile.TemporaryDirectory() as work:
+                producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=rate)
+                consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, queue)
+                measurement = Measurement(estate, os.path.join(work, "telemetry"), routes=[
+                    {key: route[key] for key in ("address", "source", "targets")}])
+                with producer, measurement:
+                    producer.wait_connected()
+                    time.sleep(15)
+                    fault_time = time.time()
+                    testbed("stop-node", dc1.name)
+                    failed_over = run_playbook("playbooks/failover.yml", inventory=INVENTORY, extra_args=[
+                        "-e", json.dumps({"failover_target": "dc2", "failover_confirm": True,
+                                          "failover_force": True})])
+                    if failed_over.rc != 0:
+                        raise RuntimeError(f"failover failed:\n{failed_over.output[-4000:]}")
+                    activated_s = time.time() - fault_time
+                    consumer.start()
+                    time.sleep(5)
+                    producer.stop()
+                    accepted = set(producer.accepted_ids())
+                    amqp.wait_for(lambda: dc2.management().message_count(queue, queue), lambda n: n == 0,
+                                  timeout=300, description="dc2's copy consumed")
+                    time.sleep(2)
+                    lost = accepted - set(consumer.accepted_ids())
+                    ledger.write(measurement.root, ledger.drill_rows(name, producer, ["dc1", "dc2"],
+                                                                     [(consumer, "dc2")], fault_time, "dc1"))
+                    published = _published(measurement, work, name)
+                    testbed("start-node", dc1.name)
+                    started = run_playbook("site.yml", inventory=INVENTORY, extra_args=["--limit", dc1.name])
+                    back = run_playbook("playbooks/failback.yml", inventory=INVENTORY, extra_args=[
+                        "-e", json.dumps({"failback_site": "dc1", "failback_active": "dc2"})])
+                    if started.rc != 0 or back.rc != 0:
+                        raise RuntimeError(f"failback failed:\n{started.output[-2000:]}\n{back.output[-4000:]}")
+                    amqp.wait_for(lambda: accepted - set(consumer.accepted_ids()), lambda missing: not missing,
+                                  timeout=300, description="every accepted message consumed after failback")
+                consumer.stop()
+            consumed = consumer.accepted_ids()
+            estimate = published.get("messages_at_risk_estimate")
+            rpo = published.get("rpo_seconds")
+            rows.append({
+                "rate_per_s": rate, "wan_delay_ms": delay, "accepted": len(accepted), "lost": len(lost),
+                "job_lost": published.get("lost_messages"), "estimate_before_fault": estimate,
+                "estimate_error": None if estimate is None else estimate - len(lost),
+                "estimate_within_goal": None if estimate is None else
+                abs(estimate - len(lost)) <= max(5, 0.1 * len(lost)),
+                "drill_rpo_s": rpo, "loss_bound": None if rpo is None else round(rate * rpo + 10),
+                "fault_to_activated_s": round(activated_s, 1),
+                "lost_after_failback": len(accepted - set(consumed)), "duplicates_overall": len(consumed) - len(set(consumed))})
+            print(f"B4 {rate} msg/s WAN {delay} ms: lost {len(lost)} (job {rows[-1]['job_lost']}), estimate before "
+                  f"the fault {estimate}; B5 after failback: lost {rows[-1]['lost_after_failback']}", flush=True)
+    testbed("wan", "--delay-ms", "0")
+    return {"goal": "loss <= rate x measured lag + 10; the estimate within 10 % or 5 messages; 0 lost after failback",
+            "method": {"producer": "python-qpid-proton, failover list dc1, dc2", "load_seconds_before_fault": 15,
+                       "fault": "testbed stop-node (power off, no partition before)",
+                       "failover": "failover.yml, forced", "measurement": "collector and prober every 1 s"},
+            "rows": rows}
+
+
+def spark_job(run: Run, rows: tuple[int, ...] = (1_000_000, 10_000_000, 30_000_000)) -> dict:
+    """B6: the RPO job in Spark local mode on generated telemetry (tests/benchmarks/rpo_job.py), batch and
+    incremental."""
+    figures = []
+    for count in rows:
+        figures.append(rpo_job.measure(count))
+        print(f"B6 {count:,} rows: {figures[-1]['job_s']} s ({figures[-1]['rows_per_s']:,} rows/s)", flush=True)
+    return {"goal": "10M rows <= 60 s in local mode", "method": {"spark": "local mode, the job's command line"},
+            "rows": figures}
+
+
+def site_converge(run: Run) -> dict:
+    """B7: site.yml on the benchmark's 2 x 1 bed again (warm; cold was its first run), then on a new 2 x 2
+    shared_nothing bed, cold and warm. Leaves the 2 x 2 bed (it runs last)."""
+    cold = None if run.cold_converge_s is None else round(run.cold_converge_s, 1)
+    rows = [{"shape": "2 x 1", "cold_s": cold, "warm_s": round(converge(), 1)}]
+    testbed("down")
+    _, _, cold = build(2)
+    rows.append({"shape": "2 x 2 shared_nothing", "cold_s": round(cold, 1), "warm_s": round(converge(), 1)})
+    for row in rows:
+        print(f"B7 {row['shape']}: cold {row['cold_s']} s, warm {row['warm_s']} s", flush=True)
+    return {"goal": "none set; measured", "method": {"playbook": "site.yml", "controller": "this machine"},
+            "rows": rows}
+
+
+BENCHMARKS = {"B1": mirror_cost, "B2": replication_lag, "B3": swapover_time, "B4": failover_loss, "B6": spark_job,
+              "B7": site_converge}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only these (repeatable)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=20, help="measured seconds per run")
+    parser.add_argument("--warmup", type=int, default=5, help="warm-up seconds per run")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the test bed an earlier run left up (KEEP_TESTBED=1) instead of building one")
+    args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    results = {"commit": commit, "started": started.isoformat(), "machine": machine(),
+               "artemis_version": os.path.basename(ARTEMIS_HOME).removeprefix("apache-artemis-"), "benchmarks": {}}
+    up = bool(json.loads(testbed("status", "--json").stdout))
+    if up and not args.reuse:
+        raise SystemExit("a test bed is up: make bench builds its own (run tests/testbed/testbed down first)")
+    try:
+        if args.reuse:
+            with open(os.path.join(INVENTORY, "group_vars", "all", "estate.yml")) as handle:
+                settings = yaml.safe_load(handle)
+            estate, cold = Estate.from_testbed(INVENTORY), None
+            converge()
+        else:
+            estate, settings, cold = build(1)
+        run = Run(estate, args.rounds, args.seconds, args.warmup, cold)
+        results["settings"] = {key: value for key, value in settings.items()
+                               if key.startswith(("broker_java", "broker_journal", "replication_address_groups"))}
+        results["site_converge_s"] = None if cold is None else round(cold, 1)
+        for name in args.only or sorted(BENCHMARKS):
+            results["benchmarks"][name] = BENCHMARKS[name](run)
+    finally:
+        if os.environ.get("KEEP_TESTBED") != "1":
+            testbed("down", check=False)
+    results["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    path = os.path.join(RESULTS_DIR, f"{started:%Y-%m-%d}-{commit}.json")
+    with open(path, "w") as handle:
+        json.dump(results, handle, indent=1)
+    print(f"results: {path}")
+    print(f"rendered: {render.render(path)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Renders a `make bench` result (benchmarks/results/<date>-<commit>.json) into benchmarks/RESULTS.md and its plots,
+with what we found limits each figure (benchmarks/findings.yml, written by hand after looking at a run).
+
+    cd tests && python -m benchmarks.render benchmarks/results/<file>.json
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import matplotlib
+import yaml
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - after choosing the backend
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT_DIR = os.path.join(REPO_ROOT, "benchmarks")
+FINDINGS = os.path.join(OUT_DIR, "findings.yml")
+GOAL_B1 = 0.85
+
+
+def _b1(result: dict, out_dir: str) -> list[str]:
+    summary, method = result["summary"], result["method"]
+    lines = [f"Goal: {result['goal']}.", "",
+             f"`artemis perf client`: {method['producers']} producer, {method['consumers']} consumer, persistent "
+             f"{method['message_size']} B messages, {method['seconds']} s measured after {method['warmup_seconds']} s "
+             f"warm-up, {method['rounds']} alternating rounds per placement on dc1's broker; WAN delay "
+             f"{method['wan_delay_ms']} ms. Pinned: dc1's broker on CPU {method['pinned_cpus']['dc1']}, dc2's broker "
+             f"on CPU {method['pinned_cpus']['dc2']}, the client on CPU {method['pinned_cpus']['client']}.", "",
+             "| placement | mirror | mirrored msg/s (per round) | unmirrored msg/s (per round) | ratio per round "
+             "| median ratio | all rounds | goal met |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, row in summary.items():
+        placement, kind = key.split(".")
+        met = "yes" if row["median_ratio"] is not None and row["median_ratio"] >= GOAL_B1 else "no"
+        lines.append(f"| {placement} | {kind} | {', '.join(f'{v:,.0f}' for v in row['mirrored_per_s'])} "
+                     f"| {', '.join(f'{v:,.0f}' for v in row['unmirrored_per_s'])} "
+                     f"| {', '.join(f'{v:.2f}' for v in row['ratios'])} | **{row['median_ratio']}** "
+                     f"| {row['all_rounds_ratio']} | {met if kind == 'async' and placement == 'pinned' else '-'} |")
+    figure, axes = plt.subplots(figsize=(8, 3.5))
+    labels, values = [], []
+    for key, row in summary.items():
+        labels.append(key.replace(".", "\n"))
+        values.append(row["median_ratio"] or 0)
+    axes.bar(labels, values, color=["#4c72b0" if "async" in label else "#dd8452" for label in labels])
+    axes.axhline(GOAL_B1, color="green", linestyle="--", label=f"goal {GOAL_B1} (pinned, async)")
+    axes.set_ylabel("mirrored / unmirrored (median)")
+    axes.set_ylim(0, 1.1)
+    axes.legend(loc="upper right")
+    axes.set_title("B1 mirror cost: producer throughput ratio")
+    figure.tight_layout()
+    figure.savefig(os.path.join(out_dir, "b1-mirror-cost.png"), dpi=90)
+    plt.close(figure)
+    lines += ["", "![B1](b1-mirror-cost.png)"]
+    return lines
+
+
+def _b2(result: dict, out_dir: str) -> list[str]:
+    method, rows = result["method"], result["rows"]
+    lines = [f"Goal: {result['goal']}.", "",
+             f"A python-qpid-proton producer at dc1 sends {method['rate_per_s']:,} durable {method['message_size']} B "
+             f"messages/s to an address of a `{method['address_group_mode']}` group for {method['seconds']} s after "
+             f"{method['warmup_seconds']} s warm-up; a consumer at dc2 takes the mirrored copy. Lag = receive time at "
+             "dc2 − send time at dc1, both on this machine's clock, for every message sent after the warm-up. The WAN "
+             "delay is one way, by Toxiproxy, on the mirror's connection.", "",
+             "| WAN delay (one way) | messages | p50 | p99 | max | goal (p99) | goal met |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        met = "yes" if row["p99_ms"] <= row["goal_p99_ms"] else "no"
+        lines.append(f"| {row['wan_delay_ms']} ms | {row['messages']:,} | {row['p50_ms']} ms | **{row['p99_ms']} ms** "
+                     f"| {row['max_ms']} ms | ≤ {row['goal_p99_ms']} ms | {met} |")
+    figure, axes = plt.subplots(figsize=(8, 3.5))
+    delays = [row["wan_delay_ms"] for row in rows]
+    for key, label in (("p50_ms", "p50"), ("p99_ms", "p99"), ("max_ms", "max")):
+        axes.plot(delays, [row[key] for row in rows], marker="o", label=label)
+    axes.plot(delays, [row["goal_p99_ms"] for row in rows], linestyle="--", color="green", label="goal for p99")
+    axes.set_xlabel("WAN delay, one way (ms)")
+    axes.set_ylabel("lag (ms)")
+    axes.set_yscale("log")
+    axes.legend()
+    axes.set_title("B2 replication lag at 1,000 msg/s")
+    figure.tight_layout()
+    figure.savefig(os.path.join(out_dir, "b2-replication-lag.png"), dpi=90)
+    plt.close(figure)
+    return lines + ["", "![B2](b2-replication-lag.png)"]
+
+
+def _b3(result: dict, out_dir: str) -> list[str]:
+    lines = [f"Goal: {result['goal']}.", "",
+             f"N durable {result['method']['message_size']} B messages queued on one queue at the active site and "
+             "replicated (plus one, so that N = 0 delivers something); a consumer at the other site retries every "
+             f"{result['method']['consumer_retry_s']} s while that site refuses it; `playbooks/swapover.yml` moves "
+             f"the groups {', '.join(result['method']['groups'])}. Time from the swapover's `fenced` event to the "
+             "consumer's first message; the playbook's wall time and its phases (seconds from `started`) beside it.",
+             "", "| queued | direction | fence → first consume | playbook | phases | consumed / duplicates | goal met |",
+             "|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        phases = ", ".join(f"{phase} {at}" for phase, at in sorted(row["phases_s"].items(), key=lambda kv: kv[1]))
+        met = ("yes" if row["fence_to_first_consume_s"] <= 30 else "no") if row["queued"] == 10_000 else "-"
+        lines.append(f"| {row['queued']:,} | {row['source']} → {row['target']} | **{row['fence_to_first_consume_s']} s** "
+                     f"| {row['playbook_s']} s | {phases} | {row['consumed']:,} / {row['duplicates']} | {met} |")
+    return lines
+
+
+def _b4(result: dict, out_dir: str) -> list[str]:
+    method = result["method"]
+    lines = [f"Goal: {result['goal']}.", "",
+             f"A producer ({method['producer']}) at the given rate and the RPO measurement ({method['measurement']}) "
+             f"for {method['load_seconds_before_fault']} s; then dc1's host is powered off ({method['fault']}); "
+             f"{method['failover']}; a consumer at dc2 takes what dc2 has. Lost = accepted by dc1, never consumed at "
+             "dc2 (ledger). The estimate is the RPO job's count of messages at risk in its last window before the "
+             "fault; the bound is rate × the drill's RPO in time (from the ledger, as the job computes it) + 10.", "",
+             "| rate | WAN delay | accepted | lost | job's lost | estimate before the fault | error | within ±10 % or ±5 "
+             "| drill RPO | loss bound | fault → activated |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        within = {True: "yes", False: "no", None: "-"}[row["estimate_within_goal"]]
+        lines.append(f"| {row['rate_per_s']:,}/s | {row['wan_delay_ms']} ms | {row['accepted']:,} | **{row['lost']:,}** "
+                     f"| {row['job_lost']} | {row['estimate_before_fault']} | {row['estimate_error']} | {within} "
+                     f"| {row['drill_rpo_s']} s | {row['loss_bound']} | {row['fault_to_activated_s']} s |")
+    lines += ["", "### B5 after failback", "",
+              "dc1 boots with its journal, site.yml starts its broker, failback.yml brings what it had not replicated "
+              "over and gives the groups back; the consumer at dc2 takes it. Goal: 0 lost overall.", "",
+              "| rate | WAN delay | lost at the failover | lost after failback | duplicates overall |", "|---|---|---|---|---|"]
+    lines += [f"| {row['rate_per_s']:,}/s | {row['wan_delay_ms']} ms | {row['lost']:,} | **{row['lost_after_failback']}** "
+              f"| {row['duplicates_overall']} |" for row in result["rows"]]
+    return lines
+
+
+def _b6(result: dict, out_dir: str) -> list[str]:
+    lines = [f"Goal: {result['goal']}.", "",
+             "The job's command line in Spark local mode on generated telemetry (tests/benchmarks/rpo_job.py: a third "
+             "probes, two thirds queue and link samples). Batch: every file read; incremental: the first run ingests "
+             "everything, the next only what is new (1 % more rows).", "",
+             "| rows | generate | batch job | rows/s | incremental, first run | incremental after +1 % | goal met |",
+             "|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        met = ("yes" if row["job_s"] <= 60 else "no (batch)") if row["rows"] == 10_000_000 else "-"
+        lines.append(f"| {row['rows']:,} | {row['generate_s']} s | **{row['job_s']} s** | {row['rows_per_s']:,} "
+                     f"| {row['incremental_first_run_s']} s | {row['incremental_after_1pct_more_s']} s | {met} |")
+    return lines
+
+
+def _b7(result: dict, out_dir: str) -> list[str]:
+    lines = ["`site.yml` from this machine as the controller: cold on a new test bed, warm right after (nothing to "
+             "change).", "", "| estate | cold | warm |", "|---|---|---|"]
+    lines += [f"| {row['shape']} | {row['cold_s']} s | {row['warm_s']} s |" for row in result["rows"]]
+    return lines
+
+
+RENDERERS = {"B1": ("B1 mirror cost", _b1), "B2": ("B2 replication lag", _b2), "B3": ("B3 swapover time", _b3),
+             "B4": ("B4 abrupt failover loss (and B5)", _b4), "B6": ("B6 the RPO job on telemetry", _b6), "B7": ("B7 site.yml cold and warm", _b7)}
+
+
+def render(path: str, out_dir: str = OUT_DIR) -> str:
+    with open(path) as handle:
+        results = yaml.safe_load(handle)
+    findings = {}
+    if os.path.exists(FINDINGS):
+        with open(FINDINGS) as handle:
+            findings = yaml.safe_load(handle) or {}
+    machine = results["machine"]
+    lines = ["# Benchmark results", "",
+             f"Written by `make bench` (tests/benchmarks/bench.py) from `{os.path.relpath(path, REPO_ROOT)}`: commit "
+             f"{results['commit']}, {results['started'][:16].replace('T', ' ')} UTC. Do not edit; the findings come "
+             f"from benchmarks/findings.yml.", "",
+             f"Machine: {machine['cpus']} CPUs ({machine['model']}), {machine['memory_gib']} GiB, Linux "
+             f"{machine['kernel']}. Artemis {results['artemis_version']}. Both datacentres' brokers, the WAN proxy "
+             "and the load client share this machine." + (
+                 f" `site.yml` converged the 2 x 1 test bed in {results['site_converge_s']} s."
+                 if results.get("site_converge_s") is not None else ""), "",
+             f"Settings: `{yaml.safe_dump(results['settings'], default_flow_style=True, width=200).strip()}`", ""]
+    for name, result in results["benchmarks"].items():
+        title, renderer = RENDERERS[name]
+        lines += [f"## {title}", ""] + renderer(result, out_dir)
+        if findings.get(name):
+            lines += ["", "**What limits it.** " + findings[name].strip()]
+        lines.append("")
+    missing = sorted({"B1", "B2", "B3", "B4", "B6", "B7"} - set(results["benchmarks"]))
+    if missing:
+        lines += ["## Not in this run", "", f"{', '.join(missing)} (B5 is part of B4).", ""]
+    target = os.path.join(out_dir, "RESULTS.md")
+    with open(target, "w") as handle:
+        handle.write("\n".join(lines))
+    return target
+
+
+if __name__ == "__main__":
+    print(render(sys.argv[1]))

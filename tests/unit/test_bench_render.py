@@ -1,0 +1,55 @@
+"""The smoke of make bench in make test: a result file in the shape bench.py writes renders into RESULTS.md (tables,
+goals, findings) and its plots. The figures here are made up; the measured ones are in benchmarks/results/."""
+
+import json
+
+from benchmarks import render
+
+
+def _b1_summary():
+    summary = {}
+    for placement, ratio in (("unpinned", 0.5), ("pinned", 0.9)):
+        for kind, factor in (("async", 1.0), ("sync", 0.5)):
+            mirrored = [1000 * ratio * factor] * 3
+            summary[f"{placement}.{kind}"] = {"ratios": [ratio * factor] * 3, "median_ratio": ratio * factor,
+                                              "all_rounds_ratio": ratio * factor, "mirrored_per_s": mirrored,
+                                              "unmirrored_per_s": [1000.0] * 3}
+    return summary
+
+
+RESULT = {
+    "commit": "abc1234", "started": "2026-11-25T10:00:00+00:00", "finished": "2026-11-25T10:20:00+00:00",
+    "machine": {"cpus": 2, "memory_gib": 23.5, "kernel": "6.1", "model": "a CPU"}, "artemis_version": "2.56.0",
+    "settings": {"broker_java_max_heap": "1g"}, "site_converge_s": 180.0,
+    "benchmarks": {
+        "B1": {"goal": "ratio >= 0.85, pinned, async", "summary": _b1_summary(), "runs": [],
+               "method": {"producers": 1, "consumers": 1, "message_size": 1024, "seconds": 20, "warmup_seconds": 5,
+                          "rounds": 3, "wan_delay_ms": 0, "pinned_cpus": {"dc1": "0", "dc2": "1", "client": "1"}}},
+        "B2": {"goal": "p99 <= delay + 50 ms",
+               "method": {"rate_per_s": 1000, "message_size": 1024, "seconds": 30, "warmup_seconds": 5,
+                          "address_group_mode": "messages_only"},
+               "rows": [{"wan_delay_ms": d, "messages": 30000, "p50_ms": d + 3, "p99_ms": d + (20 if d < 50 else 80),
+                         "max_ms": d + 200, "goal_p99_ms": d + 50} for d in (0, 20, 50, 100)]},
+        "B3": {"goal": "<= 30 s at 10,000", "method": {"message_size": 1024, "groups": ["repl"], "consumer_retry_s": 0.1},
+               "rows": [{"queued": 10_000, "source": "dc1", "target": "dc2", "fence_to_first_consume_s": 12.5,
+                         "playbook_s": 20.0, "phases_s": {"started": 0.0, "fenced": 3.0, "activated": 14.0},
+                         "consumed": 10_001, "duplicates": 0}]}}}
+
+
+def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
+    path = tmp_path / "2026-11-25-abc1234.json"
+    path.write_text(json.dumps(RESULT))
+    findings = tmp_path / "findings.yml"
+    findings.write_text("B1: The shared CPUs.\n")
+    monkeypatch.setattr(render, "FINDINGS", str(findings))
+    text = open(render.render(str(path), str(tmp_path))).read()
+    assert "| pinned | async | 900, 900, 900 | 1,000, 1,000, 1,000 | 0.90, 0.90, 0.90 | **0.9** | 0.9 | yes |" in text
+    assert "| unpinned | async |" in text and "| - |" in text
+    assert "| 50 ms | 30,000 | 53 ms | **130 ms** | 250 ms | ≤ 100 ms | no |" in text
+    assert "| 20 ms | 30,000 | 23 ms | **40 ms** | 220 ms | ≤ 70 ms | yes |" in text
+    assert "**What limits it.** The shared CPUs." in text
+    assert ("| 10,000 | dc1 → dc2 | **12.5 s** | 20.0 s | started 0.0, fenced 3.0, activated 14.0 | 10,001 / 0 | yes |"
+            in text)
+    assert "## Not in this run\n\nB4, B6, B7 (B5 is part of B4)." in text
+    assert (tmp_path / "b1-mirror-cost.png").stat().st_size > 1000
+    assert (tmp_path / "b2-replication-lag.png").stat().st_size > 1000
