@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 
 import yaml
@@ -96,7 +97,7 @@ def build(nodes_per_dc: int) -> tuple[Estate, dict, float]:
     return Estate.from_testbed(INVENTORY), settings, converge()
 
 
-def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | None) -> dict:
+def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | None) -> list[dict]:
     """One run of `artemis perf client` (one producer, one consumer) against ``node``; its JSON report."""
     with tempfile.TemporaryDirectory() as work:
         report = os.path.join(work, "report.json")
@@ -115,9 +116,16 @@ def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | N
             return json.load(handle)
 
 
-def sent_rate(report: dict) -> float:
-    """Messages per second the producer completed over the measured period (after the warm-up)."""
-    return float(report["result"]["sent msg/sec"])
+def sent_rate(report: list[dict]) -> float:
+    """Messages per second the producer completed over the measured period: the report's interval samples (about a
+    second each, `completed` sends in each) after the warm-up ones, from the end of the last warm-up sample."""
+    intervals = [sample for sample in report if sample.get("sampleType") == "interval"]
+    measured = [sample for sample in intervals if not sample["warmup"]]
+    warm = [sample for sample in intervals if sample["warmup"]]
+    if not measured:
+        raise RuntimeError(f"the perf client's report has no measured interval: {report!r:.500}")
+    start = warm[-1]["time"] if warm else measured[0]["time"] - 1000
+    return sum(sample["completed"] for sample in measured) / ((measured[-1]["time"] - start) / 1000)
 
 
 def pin(estate: Estate, pinned: bool) -> None:
@@ -385,7 +393,7 @@ BENCHMARKS = {"B1": mirror_cost, "B2": replication_lag, "B3": swapover_time, "B4
               "B7": site_converge}
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only these (repeatable)")
     parser.add_argument("--rounds", type=int, default=3)
@@ -415,18 +423,27 @@ def main() -> None:
                                if key.startswith(("broker_java", "broker_journal", "replication_address_groups"))}
         results["site_converge_s"] = None if cold is None else round(cold, 1)
         for name in args.only or sorted(BENCHMARKS):
-            results["benchmarks"][name] = BENCHMARKS[name](run)
+            try:
+                results["benchmarks"][name] = BENCHMARKS[name](run)
+            except Exception as exc:  # noqa: BLE001 - the others still run; the failure is recorded and rendered
+                traceback.print_exc()
+                results["benchmarks"][name] = {"error": f"{type(exc).__name__}: {exc}"[:3000]}
+            _save(results, started)  # each benchmark's figures are kept even if a later one breaks the run
     finally:
         if os.environ.get("KEEP_TESTBED") != "1":
             testbed("down", check=False)
     results["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    print(f"rendered: {render.render(_save(results, started))}")
+    return 1 if any("error" in result for result in results["benchmarks"].values()) else 0
+
+
+def _save(results: dict, started: datetime.datetime) -> str:
     os.makedirs(RESULTS_DIR, exist_ok=True)
-    path = os.path.join(RESULTS_DIR, f"{started:%Y-%m-%d}-{commit}.json")
+    path = os.path.join(RESULTS_DIR, f"{started:%Y-%m-%d}-{results['commit']}.json")
     with open(path, "w") as handle:
         json.dump(results, handle, indent=1)
-    print(f"results: {path}")
-    print(f"rendered: {render.render(path)}")
-
+    print(f"results: {path}", flush=True)
+    return path
 
 if __name__ == "__main__":
     sys.exit(main())

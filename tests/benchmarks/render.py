@@ -172,6 +172,9 @@ def render(path: str, out_dir: str = OUT_DIR) -> str:
              f"Settings: `{yaml.safe_dump(results['settings'], default_flow_style=True, width=200).strip()}`", ""]
     for name, result in results["benchmarks"].items():
         title, renderer = RENDERERS[name]
+        if "error" in result:
+            lines += [f"## {title}", "", f"**Failed in this run:** `{result['error'].splitlines()[0][:500]}`", ""]
+            continue
         lines += [f"## {title}", ""] + renderer(result, out_dir)
         if findings.get(name):
             lines += ["", "**What limits it.** " + findings[name].strip()]
