@@ -40,6 +40,7 @@ import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
 from benchmarks import render, rpo_job
 from support import amqp, ledger
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
 from support.measurement import Measurement
 
@@ -128,6 +129,18 @@ def sent_rate(report: list[dict]) -> float:
     return sum(sample["completed"] for sample in measured) / ((measured[-1]["time"] - start) / 1000)
 
 
+def mirror_backlog(node) -> int:
+    return sum(link.get("backlog") or 0 for link in broker_report(node.management())["links"])
+
+
+def wait_mirror_drained(node, timeout: float = 1800) -> float:
+    """Seconds until ``node``'s mirrors hold nothing more to send (each run starts with an empty backlog)."""
+    started = time.monotonic()
+    amqp.wait_for(lambda: mirror_backlog(node), lambda backlog: backlog == 0, timeout=timeout, interval=1,
+                  description=f"{node.name}'s mirror backlog sent")
+    return time.monotonic() - started
+
+
 def pin(estate: Estate, pinned: bool) -> None:
     for node in estate.nodes:
         testbed("cpus", node.name, PINNED[node.dc] if pinned else "all")
@@ -144,12 +157,22 @@ def mirror_cost(run: Run) -> dict:
             for kind, prefix in DESTINATIONS.items():
                 destination = f"{prefix}.{uuid.uuid4().hex[:8]}"
                 report = perf_client(dc1, destination, seconds, warmup, PINNED["client"] if pinned else None)
+                backlog = mirror_backlog(dc1)
+                drained = wait_mirror_drained(dc1)
                 runs.append({"pinned": pinned, "round": round_number, "kind": kind, "destination": destination,
-                             "sent_per_s": round(sent_rate(report), 1), "report": report})
+                             "sent_per_s": round(sent_rate(report), 1), "backlog_at_end": backlog,
+                             "backlog_drain_s": round(drained, 1), "report": report})
                 print(f"B1 {'pinned' if pinned else 'unpinned'} round {round_number} {kind}: "
-                      f"{runs[-1]['sent_per_s']} msg/s", flush=True)
+                      f"{runs[-1]['sent_per_s']} msg/s, mirror backlog {backlog} events at the end, sent in "
+                      f"{drained:.1f} s", flush=True)
     pin(estate, False)
-    summary = {}
+    summary, backlogs = {}, {}
+    for pinned in (False, True):
+        for kind in DESTINATIONS:
+            backlog = [run for run in runs if run["pinned"] == pinned and run["kind"] == kind]
+            backlogs[f"{'pinned' if pinned else 'unpinned'}.{kind}"] = {
+                "backlog_at_end": [run["backlog_at_end"] for run in backlog],
+                "drain_s": [run["backlog_drain_s"] for run in backlog]}
     for pinned in (False, True):
         placement = "pinned" if pinned else "unpinned"
         by_round = {}
@@ -169,7 +192,7 @@ def mirror_cost(run: Run) -> dict:
             "method": {"client": "artemis perf client", "producers": 1, "consumers": 1, "persistent": True,
                        "message_size": 1024, "seconds": seconds, "warmup_seconds": warmup, "rounds": rounds,
                        "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0},
-            "summary": summary, "runs": runs}
+            "summary": summary, "backlog": backlogs, "runs": runs}
 
 
 def machine() -> dict:

@@ -39,6 +39,15 @@ def _b1(result: dict, out_dir: str) -> list[str]:
                      f"| {', '.join(f'{v:,.0f}' for v in row['unmirrored_per_s'])} "
                      f"| {', '.join(f'{v:.2f}' for v in row['ratios'])} | **{row['median_ratio']}** "
                      f"| {row['all_rounds_ratio']} | {met if kind == 'async' and placement == 'pinned' else '-'} |")
+    if result.get("backlog"):
+        lines += ["", "What the producer's rate leaves behind: dc1's mirror backlog (events not yet sent to dc2) when the "
+                  "run ended, and the seconds until it was sent (the next run waits for that).", "",
+                  "| placement | destination | backlog at the end (per round) | sent within (s, per round) |",
+                  "|---|---|---|---|"]
+        for key, row in result["backlog"].items():
+            placement, kind = key.split(".")
+            lines.append(f"| {placement} | {kind} | {', '.join(f'{v:,}' for v in row['backlog_at_end'])} "
+                         f"| {', '.join(str(v) for v in row['drain_s'])} |")
     figure, axes = plt.subplots(figsize=(8, 3.5))
     labels, values = [], []
     for key, row in summary.items():
