@@ -26,8 +26,7 @@ class EstateError(ValueError):
 
 
 def normalise_groups(groups, active_datacentre):
-    """The groups with ``addresses``, ``mode``, ``owner`` and ``sync`` filled in (a new list; the input is not
-    changed)."""
+    """The groups with ``addresses``, ``mode`` and ``owner`` filled in (a new list; the input is not changed)."""
     normalised = []
     for group in groups:
         if not isinstance(group, dict) or not group.get('name'):
@@ -35,11 +34,8 @@ def normalise_groups(groups, active_datacentre):
         mode = group.get('mode') or FULL_STATE
         if mode not in MODES:
             raise EstateError('address group %s: mode %r is not one of %s' % (group['name'], mode, ', '.join(MODES)))
-        sync = group.get('sync', False)
-        if not isinstance(sync, bool):
-            raise EstateError('address group %s: sync must be true or false, not %r' % (group['name'], sync))
         normalised.append({'name': group['name'], 'addresses': list(group.get('addresses') or []), 'mode': mode,
-                           'owner': group.get('owner') or active_datacentre, 'sync': sync})
+                           'owner': group.get('owner') or active_datacentre})
     return normalised
 
 
@@ -84,7 +80,7 @@ def _address_filter(group, groups):
 
 def mirror_connections(groups, datacentres, active_datacentre):
     """Every mirror connection of the estate: ``name`` (what Artemis calls it, ``<target>_<group>``), ``source`` and
-    ``target`` datacentre, ``group``, ``mode``, ``message_acknowledgements``, ``sync`` and ``address_filter``.
+    ``target`` datacentre, ``group``, ``mode``, ``message_acknowledgements`` and ``address_filter``.
     Each broker of ``source`` runs it towards every broker of ``target``."""
     normalised = normalise_groups(groups, active_datacentre)
     connections = []
@@ -98,7 +94,7 @@ def mirror_connections(groups, datacentres, active_datacentre):
                 connections.append({'name': '%s_%s' % (target, group['name']), 'source': source, 'target': target,
                                     'group': group['name'], 'mode': group['mode'],
                                     'message_acknowledgements': group['mode'] == FULL_STATE,
-                                    'sync': group['sync'], 'address_filter': _address_filter(group, normalised)})
+                                    'address_filter': _address_filter(group, normalised)})
     return connections
 
 

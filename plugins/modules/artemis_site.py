@@ -58,10 +58,6 @@ options:
       owner:
         description: The datacentre that owns the group (informational here).
         type: str
-      sync:
-        description: Whether the group's mirrors are synchronous (informational here).
-        type: bool
-        default: false
   groups:
     description: Names of the groups to activate or fence. Default every C(full_state) group.
     type: list
@@ -330,7 +326,6 @@ def argument_spec():
             addresses=dict(type='list', elements='str', default=[]),
             mode=dict(type='str', choices=list(MODES), default=FULL_STATE),
             owner=dict(type='str'),
-            sync=dict(type='bool', default=False),
         )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),

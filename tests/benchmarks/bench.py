@@ -4,8 +4,8 @@ benchmarks/results/<date>-<commit>.json and rendered into benchmarks/RESULTS.md 
     cd tests && python -m benchmarks.bench [--only B1] [--rounds 3] [--seconds 20] [--warmup 5]
 
 B1, mirror cost: one producer (and one consumer) of the Artemis distribution's own `artemis perf client`, persistent
-1 KiB messages, against dc1's broker; its throughput to an address the estate mirrors asynchronously, to one mirrored
-synchronously (`sync: true` on its group) and to one that is not mirrored, in alternating rounds on the same broker;
+1 KiB messages, against dc1's broker; its throughput to an address the estate mirrors and to one that is not
+mirrored, in alternating rounds on the same broker;
 the ratios mirrored / unmirrored. Once with every process free to run on every CPU, once pinned as on separate
 machines (dc1's broker alone on CPU 0; dc2's broker and the load client on CPU 1: this machine has two).
 
@@ -47,10 +47,10 @@ from support.measurement import Measurement
 RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
 INVENTORY = os.path.join(REPO_ROOT, ".cache", "bench", "inventory")
 ARTEMIS_HOME = os.environ.get("ARTEMIS_HOME") or os.path.join(REPO_ROOT, ".cache", "artemis", "apache-artemis-2.56.0")
-# What B1 sends to: the estate mirrors `repl.` asynchronously and `sync.` synchronously; `local.` is in no group.
-DESTINATIONS = {"async": "repl.bench", "sync": "sync.bench", "unmirrored": "local.bench"}
+# What B1 sends to: the estate mirrors `repl.`; `local.` is in no group. (A `sync` mirror, Artemis's synchronous
+# mode, is not measured: with it dc1's broker was halted by its critical analyzer twice; see the note of issue 16.)
+DESTINATIONS = {"async": "repl.bench", "unmirrored": "local.bench"}
 ADDRESS_GROUPS = [{"name": "repl", "addresses": ["repl."], "mode": "full_state"},
-                  {"name": "sync", "addresses": ["sync."], "mode": "full_state", "sync": True},
                   {"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"}]
 # B2 sends to a messages_only group: there dc2's own clients may consume their copy, so arrival is seen by a consumer.
 LAG_ADDRESS = "inflow.lag"
@@ -133,7 +133,7 @@ def mirror_backlog(node) -> int:
     return sum(link.get("backlog") or 0 for link in broker_report(node.management())["links"])
 
 
-def wait_mirror_drained(node, timeout: float = 1800) -> float:
+def wait_mirror_drained(node, timeout: float = 600) -> float:
     """Seconds until ``node``'s mirrors hold nothing more to send (each run starts with an empty backlog)."""
     started = time.monotonic()
     amqp.wait_for(lambda: mirror_backlog(node), lambda backlog: backlog == 0, timeout=timeout, interval=1,
@@ -179,7 +179,7 @@ def mirror_cost(run: Run) -> dict:
         for run in runs:
             if run["pinned"] == pinned:
                 by_round.setdefault(run["round"], {})[run["kind"]] = run["sent_per_s"]
-        for kind in ("async", "sync"):
+        for kind in ("async",):
             ratios = [r[kind] / r["unmirrored"] for r in by_round.values() if r.get("unmirrored")]
             summary[f"{placement}.{kind}"] = {
                 "ratios": [round(x, 3) for x in ratios],
@@ -278,7 +278,7 @@ def swapover_time(run: Run, queued: tuple[int, ...] = (0, 10_000, 100_000)) -> d
             since = datetime.datetime.now(datetime.timezone.utc).isoformat()
             started = time.monotonic()
             result = run_playbook("playbooks/swapover.yml", inventory=INVENTORY, extra_args=["-e", json.dumps(
-                {"swapover_source": source, "swapover_target": target, "swapover_groups": ["repl", "sync"]})])
+                {"swapover_source": source, "swapover_target": target, "swapover_groups": ["repl"]})])
             playbook_s = time.monotonic() - started
             if result.rc != 0:
                 raise RuntimeError(f"swapover {source} -> {target} failed:\n{result.output[-4000:]}")
@@ -296,11 +296,11 @@ def swapover_time(run: Run, queued: tuple[int, ...] = (0, 10_000, 100_000)) -> d
         source, target = target, source
     if source != "dc1":  # leave dc1 active, as the inventory says
         back = run_playbook("playbooks/swapover.yml", inventory=INVENTORY, extra_args=["-e", json.dumps(
-            {"swapover_source": source, "swapover_target": "dc1", "swapover_groups": ["repl", "sync"]})])
+            {"swapover_source": source, "swapover_target": "dc1", "swapover_groups": ["repl"]})])
         if back.rc != 0:
             raise RuntimeError(f"swapover back to dc1 failed:\n{back.output[-4000:]}")
     return {"goal": "fence to first consume at the target <= 30 s with 10,000 messages queued",
-            "method": {"message_size": 1024, "durable": True, "groups": ["repl", "sync"], "consumer_retry_s": 0.1},
+            "method": {"message_size": 1024, "durable": True, "groups": ["repl"], "consumer_retry_s": 0.1},
             "rows": rows}
 
 

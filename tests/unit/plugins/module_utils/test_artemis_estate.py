@@ -12,17 +12,7 @@ TESTBED_GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages
 
 def test_groups_get_their_defaults():
     groups = artemis_estate.normalise_groups([{"name": "all"}], "dc1")
-    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "owner": "dc1", "sync": False}]
-
-
-def test_a_synchronous_group_makes_synchronous_mirrors_both_ways():
-    groups = [{"name": "payments", "addresses": ["pay."], "sync": True}, {"name": "all"}]
-    connections = artemis_estate.mirror_connections(groups, ["dc1", "dc2"], "dc1")
-    assert {(c["name"], c["source"]): c["sync"] for c in connections} == {
-        ("dc2_payments", "dc1"): True, ("dc1_payments", "dc2"): True,
-        ("dc2_all", "dc1"): False, ("dc1_all", "dc2"): False}
-    with pytest.raises(artemis_estate.EstateError, match="payments: sync must be true or false, not 'yes'"):
-        artemis_estate.normalise_groups([{"name": "payments", "sync": "yes"}], "dc1")
+    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "owner": "dc1"}]
 
 
 def test_an_unknown_mode_or_owner_is_named():
