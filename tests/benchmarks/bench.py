@@ -404,7 +404,7 @@ def site_converge(run: Run) -> dict:
     cold = None if run.cold_converge_s is None else round(run.cold_converge_s, 1)
     rows = [{"shape": "2 x 1", "cold_s": cold, "warm_s": round(converge(), 1)}]
     testbed("down")
-    _, _, cold = build(2)
+    cold = build(2)[2]
     rows.append({"shape": "2 x 2 shared_nothing", "cold_s": round(cold, 1), "warm_s": round(converge(), 1)})
     for row in rows:
         print(f"B7 {row['shape']}: cold {row['cold_s']} s, warm {row['warm_s']} s", flush=True)
@@ -417,7 +417,7 @@ BENCHMARKS = {"B1": mirror_cost, "B2": replication_lag, "B3": swapover_time, "B4
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only these (repeatable)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=20, help="measured seconds per run")
@@ -467,6 +467,7 @@ def _save(results: dict, started: datetime.datetime) -> str:
         json.dump(results, handle, indent=1)
     print(f"results: {path}", flush=True)
     return path
+
 
 if __name__ == "__main__":
     sys.exit(main())
