@@ -20,7 +20,7 @@ import pytest
 
 from support import amqp
 from support.availability import Availability, overlapping
-from support.estate import REPO_ROOT, Estate, broker_role_default, layout_inventory, run_playbook
+from support.estate import REPO_ROOT, Estate, broker_role_default, layout_inventory, run_playbook, set_layout_vars
 
 # Each drill builds a 2 x 2 estate and runs site.yml twice under load: longer than the suite's 900 s per test.
 pytestmark = pytest.mark.timeout(2400)
@@ -64,6 +64,13 @@ def _reconnect_times(worker):
             times.append(round(at - lost_at, 3))
             lost_at = None
     return times
+
+
+def _assert_heap(estate, heap):
+    """Every broker JVM runs with ``heap``: the drill measures the brokers it means to."""
+    for node in estate.nodes:
+        command = estate.exec(node.name, "ps", "-o", "args=", "-C", "java")
+        assert f"-Xmx{heap} " in command, f"{node.name} does not run with -Xmx{heap}: {command[:300]}"
 
 
 def _drill(name, estate, inventory, change):
@@ -166,8 +173,10 @@ def test_rolling_restart_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     inventory = layout_inventory(tmp_path, "shared_nothing", extra=BROKER_HEAP)
     built = run_playbook("site.yml", inventory=inventory)
     assert built.rc == 0, built.output[-6000:]
+    _assert_heap(fresh_2x2, BROKER_HEAP["broker_java_max_heap"])
     figures = _drill("rolling_restart_2x2", fresh_2x2, inventory, {"broker_java_max_heap": "2560m"})
     _assert_safe(figures)
+    _assert_heap(fresh_2x2, "2560m")
 
 
 def test_upgrade_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
@@ -178,9 +187,9 @@ def test_upgrade_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     built = run_playbook("site.yml", inventory=inventory)
     assert built.rc == 0, built.output[-6000:]
     assert {node.management().status()["version"] for node in fresh_2x2.nodes} == {PREVIOUS_RELEASE}
+    _assert_heap(fresh_2x2, BROKER_HEAP["broker_java_max_heap"])
     # The upgrade: the inventory's broker_version is dropped for the role's default.
-    with open(os.path.join(inventory, "group_vars", "all", "drill.yml"), "w") as handle:
-        json.dump(BROKER_HEAP, handle)
+    set_layout_vars(inventory, "shared_nothing", BROKER_HEAP)
     figures = _drill("upgrade_2x2", fresh_2x2, inventory, {})
     versions = {node.name: node.management().status()["version"] for node in fresh_2x2.nodes}
     figures["versions_after"] = versions

@@ -69,16 +69,19 @@ def layout_inventory(directory, layout: str, extra: dict | None = None) -> str:
     journal on the directory the test bed shares per datacentre) and ``extra`` variables for every host."""
     target = os.path.join(str(directory), f"inventory-{layout}")
     shutil.copytree(TESTBED_INVENTORY, target)
-    dc_vars = {"replication_layout": layout}
+    set_layout_vars(target, layout, extra)
+    return target
+
+
+def set_layout_vars(inventory: str, layout: str, extra: dict | None = None) -> None:
+    """(Re)write the datacentres' group_vars of a layout inventory. They are where ``extra`` goes: a datacentre's
+    group outranks every file of group_vars/all, where a same-named test bed setting would win by file order."""
+    dc_vars = {"replication_layout": layout, **(extra or {})}
     if layout == "shared_store":
         dc_vars["broker_data_dir"] = SHARED_STORE_DATA
     for dc in ("dc1", "dc2"):  # the datacentres of the layout beds
-        with open(os.path.join(target, "group_vars", f"{dc}.yml"), "w") as handle:
+        with open(os.path.join(inventory, "group_vars", f"{dc}.yml"), "w") as handle:
             yaml.safe_dump(dc_vars, handle)
-    if extra:
-        with open(os.path.join(target, "group_vars", "all", "drill.yml"), "w") as handle:
-            yaml.safe_dump(extra, handle)
-    return target
 
 
 def broker_role_default(name: str):
