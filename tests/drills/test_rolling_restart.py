@@ -133,6 +133,8 @@ def _drill_at_priority(name, estate, inventory, change):
         gaps = seen.gaps(dc)
         figures["datacentres"][dc] = {
             "gaps_s": [round(end - start, 2) for start, end in gaps],
+            # (seconds after site.yml started, length): set beside "restarted" to tell a takeover from a failback.
+            "gaps_at": [(round(start - started, 1), round(end - start, 2)) for start, end in gaps],
             "longest_gap_s": round(max((end - start for start, end in gaps), default=0.0), 2),
             "pair_down_s": [round(end - start, 2) for start, end in seen.pair_down(dc)],
             "disturbed": [(round(start - started, 1), round(end - start, 1)) for start, end in seen.disturbed(dc)],
