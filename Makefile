@@ -36,7 +36,7 @@ help:
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint, sanity, unit and integration tests, and the Molecule scenarios"
 	@echo "make drills  the long drills (rolling restart and upgrade of a 2 x 2 estate under load, runtime queues and a swapover); figures in tests/drills/results"
-	@echo "make bench   the benchmarks (B1 mirror cost so far) on a test bed of their own; benchmarks/RESULTS.md"
+	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
