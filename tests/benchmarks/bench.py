@@ -41,7 +41,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import artemis_
 from benchmarks import render, rpo_job
 from support import amqp, ledger
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
-from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
+from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook, set_layout_vars
 from support.measurement import Measurement
 
 RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
@@ -92,9 +92,7 @@ def build(nodes_per_dc: int) -> tuple[Estate, dict, float]:
     with open(os.path.join(INVENTORY, "group_vars", "all", "estate.yml"), "w") as handle:
         yaml.safe_dump(settings, handle)
     if nodes_per_dc == 2:
-        for dc in ("dc1", "dc2"):
-            with open(os.path.join(INVENTORY, "group_vars", f"{dc}.yml"), "w") as handle:
-                yaml.safe_dump({"replication_layout": "shared_nothing"}, handle)
+        set_layout_vars(INVENTORY, "shared_nothing")
     return Estate.from_testbed(INVENTORY), settings, converge()
 
 
