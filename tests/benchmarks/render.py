@@ -112,6 +112,10 @@ def _b3(result: dict, out_dir: str) -> list[str]:
     return lines
 
 
+def _seconds(value) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
 def _b4(result: dict, out_dir: str) -> list[str]:
     method = result["method"]
     lines = [f"Goal: {result['goal']}.", "",
@@ -126,7 +130,7 @@ def _b4(result: dict, out_dir: str) -> list[str]:
         within = {True: "yes", False: "no", None: "-"}[row["estimate_within_goal"]]
         lines.append(f"| {row['rate_per_s']:,}/s | {row['wan_delay_ms']} ms | {row['accepted']:,} | **{row['lost']:,}** "
                      f"| {row['job_lost']} | {row['estimate_before_fault']} | {row['estimate_error']} | {within} "
-                     f"| {row['drill_rpo_s']} s | {row['loss_bound']} | {row['fault_to_activated_s']} s |")
+                     f"| {_seconds(row['drill_rpo_s'])} | {row['loss_bound']} | {row['fault_to_activated_s']} s |")
     lines += ["", "### B5 after failback", "",
               "dc1 boots with its journal, site.yml starts its broker, failback.yml brings what it had not replicated "
               "over and gives the groups back; the consumer at dc2 takes it. Goal: 0 lost overall.", "",
