@@ -10,9 +10,6 @@ PREVIOUS_ARTEMIS_VERSION := 2.44.0
 PREVIOUS_ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(PREVIOUS_ARTEMIS_VERSION)-bin.tar.gz
 # The unpacked distribution: its command-line client for the demo, its brokers for the unit tests.
 export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION)
-# The Prometheus JMX exporter the broker role runs as a Java agent (broker_metrics); the test bed installs it offline.
-JMX_EXPORTER_VERSION := 1.0.1
-JMX_EXPORTER_JAR := .cache/jmx-exporter/jmx_prometheus_javaagent-$(JMX_EXPORTER_VERSION).jar
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .tools/bin/toxiproxy-server
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
@@ -42,8 +39,7 @@ help:
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
-setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(JMX_EXPORTER_JAR) $(TOXIPROXY) $(COLLECTION_LINK) \
-	$(AWX_COLLECTION)
+setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
 
 .cache/apt.done:
 	@mkdir -p .cache
@@ -72,11 +68,6 @@ $(ARTEMIS_ARCHIVE):
 $(PREVIOUS_ARTEMIS_ARCHIVE):
 	@mkdir -p $(dir $@)
 	mvn -q dependency:copy -Dartifact=org.apache.activemq:apache-artemis:$(PREVIOUS_ARTEMIS_VERSION):tar.gz:bin \
-	  -DoutputDirectory=$(CURDIR)/$(dir $@)
-
-$(JMX_EXPORTER_JAR):
-	@mkdir -p $(dir $@)
-	mvn -q dependency:copy -Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:$(JMX_EXPORTER_VERSION) \
 	  -DoutputDirectory=$(CURDIR)/$(dir $@)
 
 $(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)

@@ -149,9 +149,6 @@ class Node:
     admin_password: str = dataclasses.field(default="", repr=False)
     monitor_user: str = "monitor"
     monitor_password: str = dataclasses.field(default="", repr=False)
-    metrics_url: str = ""
-    metrics_user: str = "prometheus"
-    metrics_password: str = dataclasses.field(default="", repr=False)
 
     def management(self, user: str | None = None, password: str | None = None, timeout: int = 10,
                    ca_path: str | None = None) -> ArtemisManagement:
@@ -183,8 +180,7 @@ class Estate:
         return cls([Node(n["name"], n["dc"], n["address"], n["amqp_url"], n["core_url"], n["management_url"],
                          n["ca_cert"], n["credentials"]["user"], n["credentials"]["password"],
                          n["management_credentials"]["user"], n["management_credentials"]["password"],
-                         n["monitor_credentials"]["user"], n["monitor_credentials"]["password"],
-                         n["metrics_url"], n["metrics_credentials"]["user"], n["metrics_credentials"]["password"])
+                         n["monitor_credentials"]["user"], n["monitor_credentials"]["password"])
                     for n in status], inventory)
 
     def dc(self, name: str) -> Node:

@@ -12,8 +12,7 @@ import pytest
 from support.estate import REPO_ROOT
 
 VAULT = {"vault_broker_admin_password": "x1", "vault_ops_password": "x2", "vault_orders_app_password": "x3",
-         "vault_replication_password": "x4", "vault_broker_monitor_password": "x6",
-         "vault_broker_metrics_password": "x7", "broker_cluster_password": "x5",
+         "vault_replication_password": "x4", "vault_broker_monitor_password": "x6", "broker_cluster_password": "x5",
          "ansible_host": "127.0.0.1", "ansible_port": "1"}
 
 CASES = {
