@@ -32,6 +32,13 @@ def restart_order(brokers, address_groups, datacentres, active_datacentre):
         raise AnsibleFilterError('restart_order: %s' % exc)
 
 
+def address_group(address, address_groups, active_datacentre):
+    try:
+        return artemis_estate.group_of_address(address_groups, address, active_datacentre)
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('address_group: %s' % exc)
+
+
 class FilterModule:
     def filters(self):
-        return {'estate': estate, 'restart_order': restart_order}
+        return {'estate': estate, 'restart_order': restart_order, 'address_group': address_group}

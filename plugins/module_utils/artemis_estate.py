@@ -56,6 +56,17 @@ def full_state_groups(groups):
     return [group['name'] for group in normalise_groups(groups, None) if group['mode'] == FULL_STATE]
 
 
+def group_of_address(groups, address, active_datacentre):
+    """The (normalised) group an address belongs to: the one with the longest of its prefixes that the address
+    starts with, else the catch-all group (no prefixes), else None."""
+    best, best_length = None, -1
+    for group in normalise_groups(groups, active_datacentre):
+        for prefix in group['addresses'] or ['']:
+            if address.startswith(prefix) and len(prefix) > best_length and (prefix or not group['addresses']):
+                best, best_length = group, len(prefix)
+    return best
+
+
 def prefix_entries(groups, staged_groups):
     """Per prefix of every group (``""`` for the catch-all group): its group and whether it is staged (its group is
     one of ``staged_groups``)."""

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.availability import Availability, overlapping
 from support.estate import REPO_ROOT, Estate, broker_role_default, layout_inventory, run_playbook, set_layout_vars
 

@@ -17,7 +17,8 @@ import uuid
 import pytest
 import yaml
 
-from support import amqp, ledger
+from support import ledger
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import TESTBED_INVENTORY, run_playbook
 from support.measurement import Measurement
 

@@ -1,13 +1,15 @@
 """The collection as its users get it: built by ansible-galaxy, installed into an empty collections path, and its
 playbooks run by FQCN from outside the checkout with a plain ansible.cfg, against the test bed."""
 
+import json
 import os
+import shutil
 import subprocess
-import uuid
+import sys
 
 import pytest
+import yaml
 
-from support import amqp
 from support.collection import build_and_install
 from support.estate import TESTBED_INVENTORY, PlaybookResult
 
@@ -30,28 +32,57 @@ def installed(tmp_path_factory):
     return work
 
 
-def _run(installed, playbook, *extra_args):
+def _run(installed, playbook, *extra_args, inventory=TESTBED_INVENTORY):
     env = dict(os.environ, ANSIBLE_CONFIG=str(installed / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=str(installed / "collections"))
-    proc = subprocess.run(["ansible-playbook", "-i", TESTBED_INVENTORY, f"continuity.artemis.{playbook}",
+    proc = subprocess.run(["ansible-playbook", "-i", inventory, f"continuity.artemis.{playbook}",
                            *extra_args], cwd=installed, env=env, capture_output=True, text=True, timeout=1500,
                           check=False)
     return PlaybookResult(proc.returncode, proc.stdout + proc.stderr)
 
 
-def test_the_installed_collection_runs_site_and_swapover_by_fqcn(installed, dc1_active_at_the_end):
+def _with_measurement_host(tmp_path):
+    """The test bed's inventory plus the controller as the RPO job's host (only its data directory is used)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(TESTBED_INVENTORY, inventory)
+    data = tmp_path / "measurement"
+    (inventory / "rpo.yml").write_text(yaml.safe_dump({"rpo_job": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "rpo_job_data_dir": str(data), "rpo_job_user": "root"}}}}))
+    return str(inventory), data
+
+
+def test_the_installed_collection_runs_site_and_a_drill_by_fqcn(installed, dc1_active_at_the_end, tmp_path):
     copy = installed / "collections" / "ansible_collections" / "continuity" / "artemis"
-    assert (copy / "playbooks" / "swapover.yml").is_file() and not copy.is_symlink()
+    assert (copy / "playbooks" / "drill.yml").is_file() and not copy.is_symlink()
 
     site = _run(installed, "site")
     assert site.rc == 0, site.output[-6000:]
     # The estate was built from the checkout: the published artifact describes exactly the same estate.
     assert all(counters["changed"] == 0 for counters in site.recap().values()), site.recap()
 
-    # dc1_active_at_the_end gives the group back to dc1 afterwards.
-    swapped = _run(installed, "swapover", "-e", "swapover_target=dc2", "-e", '{"swapover_groups": ["all"]}')
-    assert swapped.rc == 0, swapped.output[-6000:]
-    # dc2 now takes consumers (a passive site refuses them): the swapover really happened.
-    node, queue = dc1_active_at_the_end.dc("dc2"), f"installed.{uuid.uuid4().hex[:8]}"
-    sent = amqp.send(node.amqp_url, node.user, node.password, queue, 1)
-    assert [m.id for m in amqp.receive(node.amqp_url, node.user, node.password, queue, 1)] == sent
+    # The drill swaps the groups dc1 owns over to dc2 and back under load (dc1_active_at_the_end checks it did).
+    inventory, measurement = _with_measurement_host(tmp_path)
+    reports = tmp_path / "drills"
+    drilled = _run(installed, "drill", "-e", "drill_target=dc2", "-e", f"drill_report_dir={reports}",
+                   inventory=inventory)
+    assert drilled.rc == 0, drilled.output[-6000:]
+    [report] = list(reports.iterdir())
+    evidence = json.loads((report / "evidence.json").read_text())
+    assert (evidence["lost"], evidence["duplicates"], evidence["sla_passed"]) == (0, 0, True), evidence
+    assert evidence["accepted"] > 0 and evidence["load"]["unconsumed"] == 0, evidence["load"]
+    assert 0 < evidence["rto_seconds"] <= evidence["objectives"]["rto_seconds"] and evidence["rpo_seconds"] == 0
+    assert [(phase["operation"], phase["phase"]) for phase in evidence["phases"] if phase["phase"] == "activated"] \
+        == [("swapover dc1 to dc2", "activated"), ("swapover dc2 to dc1", "activated")]
+    assert {"started", "finished", "estate", "phases"} <= set(evidence)
+    ledger = [json.loads(line) for line in (report / "ledger.jsonl").read_text().splitlines()]
+    # Messages were accepted and consumed at both datacentres: the load followed the swapovers.
+    assert {(row["event"], row["datacentre"]) for row in ledger} == {
+        ("fault", "dc1"), ("accepted", "dc1"), ("accepted", "dc2"), ("consumed", "dc1"), ("consumed", "dc2")}
+    assert "PASSED" in (report / "report.html").read_text()
+    # Kept on the measurement host, the ledger where the job reads ledgers; the drill's queue is gone everywhere.
+    assert (measurement / "telemetry" / "ledgers" / f"{evidence['drill']}.jsonl").read_text() == \
+        (report / "ledger.jsonl").read_text()
+    assert json.loads((measurement / "drills" / evidence["drill"] / "evidence.json").read_text()) == evidence
+    for node in dc1_active_at_the_end.nodes:
+        assert not [queue for queue in node.management().queue_names() if queue.startswith("drill.")], node.name

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import Estate, generated_secrets, layout_inventory, run_module, run_playbook
 
 pytestmark = pytest.mark.layouts

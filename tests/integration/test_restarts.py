@@ -4,7 +4,7 @@ restart); everything else is reloaded in place."""
 import json
 import shutil
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import TESTBED_INVENTORY, run_playbook
 
 

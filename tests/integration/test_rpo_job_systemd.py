@@ -11,7 +11,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, run_playbook
 
 pytestmark = pytest.mark.systemd

@@ -7,7 +7,7 @@ import time
 import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import queue_mbean
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import TESTBED_INVENTORY, generated_secrets, run_playbook
 
 

@@ -9,7 +9,7 @@ import subprocess
 import time
 import uuid
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import REPO_ROOT, run_playbook
 
 RATE = 500

@@ -20,7 +20,8 @@ import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, broker_mbean)
-from support import amqp, tls
+from support import tls
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import TESTBED_INVENTORY, run_module
 
 WAN_ROUTER = "ctb-wan"  # the test bed's router namespace; br-dc2 is its leg towards dc2

@@ -79,11 +79,11 @@ def test_destructive_operations_need_an_explicit_confirmation():
 
 def test_the_project_playbooks_run_the_collection_s_by_fqcn(tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"))
-    for name in ("site", "swapover", "failover", "failback", "rpo"):
+    names = ("site", "swapover", "drill", "failover", "failback", "rpo")
+    for name in names:
         assert _load(AWX, "project", f"{name}.yml")[0]["ansible.builtin.import_playbook"] == \
             f"continuity.artemis.{name}"
-    playbooks = [os.path.join(AWX, "project", f"{name}.yml") for name in ("site", "swapover", "failover", "failback",
-                                                                          "rpo")]
+    playbooks = [os.path.join(AWX, "project", f"{name}.yml") for name in names]
     result = subprocess.run(["ansible-playbook", "--syntax-check", "-i", "inventories/example", *playbooks,
                              os.path.join(AWX, "configure.yml")],
                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.measurement import Measurement
 
 

@@ -17,6 +17,7 @@ VAULT = {"vault_broker_admin_password": "x1", "vault_ops_password": "x2", "vault
 
 CASES = {
     "swapover without a target": ("swapover", {}, ["missing required arguments: swapover_target"]),
+    "drill without a target": ("drill", {}, ["missing required arguments: drill_target"]),
     "swapover timeout not a number": ("swapover", {"swapover_target": "frankfurt", "swapover_drain_timeout": "soon"},
                                       ["swapover_drain_timeout", "soon"]),
     "swapover groups not a list": ("swapover", {"swapover_target": "frankfurt", "swapover_groups": {"a": 1}},
@@ -37,6 +38,12 @@ ESTATE_CASES = {
     "swapover of a group that does not exist": ("swapover", {"swapover_target": "frankfurt",
                                                              "swapover_groups": ["nope"]},
                                                 ["swapover_groups (['nope'])"]),
+    "drill to an unknown datacentre": ("drill", {"drill_target": "paris", "drill_address": "orders.drill"},
+                                       ["drill_target (paris)"]),
+    "drill address in a messages_only group": ("drill", {"drill_target": "frankfurt", "drill_address": "audit.drill"},
+                                               ["drill_address (audit.drill)", "it is in audit, mode messages_only"]),
+    "drill address outside every group": ("drill", {"drill_target": "frankfurt"},
+                                          ["drill_address (drill.continuity)", "it is in none"]),
     "failover to an unknown datacentre": ("failover", {"failover_target": "paris", "failover_confirm": "true"},
                                           ["failover_target (paris)"]),
     "failover not confirmed": ("failover", {"failover_target": "frankfurt"}, ["failover_confirm must be true"]),

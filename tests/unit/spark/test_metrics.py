@@ -4,6 +4,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
+from ansible_collections.continuity.artemis.plugins.module_utils import drill
 from continuity_rpo import metrics, telemetry
 
 T0 = 1_700_000_000 - 1_700_000_000 % 60  # a window boundary (in the past: the job rejects rows from the future)
@@ -212,11 +213,18 @@ def _ledger_rows():
     return rows
 
 
+DRILL_F1 = {"accepted": 101, "lost": 5, "duplicates": 5, "fault_time": 50.0, "failed_datacentre": "dc1",
+            "rpo_seconds": 2.5, "rto_seconds": 5.0}
+
+
 def test_drill_loss_duplicates_rpo_and_rto_from_the_ledger(spark):
     ledgers = telemetry.from_rows(spark, {"ledgers": _ledger_rows()})["ledgers"]
-    assertDataFrameEqual(metrics.drill_outcomes(ledgers), [Row(
-        drill="f1", accepted=101, lost=5, duplicates=5, fault_time=50.0, failed_datacentre="dc1",
-        rpo_seconds=2.5, rto_seconds=5.0)])
+    assertDataFrameEqual(metrics.drill_outcomes(ledgers), [Row(drill="f1", **DRILL_F1)])
+
+
+def test_the_drill_playbook_reads_a_ledger_as_the_job_does():
+    # The drill's own evidence (module_utils/drill.py) and the job's figures come from the same ledger.
+    assert drill.outcome(_ledger_rows()) == DRILL_F1
 
 
 def test_the_estimate_before_the_fault_stands_beside_the_drill(spark):

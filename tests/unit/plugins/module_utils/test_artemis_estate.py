@@ -88,3 +88,12 @@ def test_restart_order_refuses_a_broker_of_an_unknown_datacentre():
     with pytest.raises(artemis_estate.EstateError, match="dc7"):
         artemis_estate.restart_order([{"name": "x", "datacentre": "dc7", "live": True}], [{"name": "all"}],
                                      ["dc1", "dc2"], "dc1")
+
+
+def test_an_address_belongs_to_the_group_of_its_longest_prefix_else_to_the_catch_all():
+    groups = [{"name": "all"}, {"name": "orders", "addresses": ["orders."]},
+              {"name": "eu", "addresses": ["orders.eu."], "mode": "messages_only", "owner": "dc2"}]
+    assert artemis_estate.group_of_address(groups, "orders.eu.x", "dc1")["name"] == "eu"
+    assert artemis_estate.group_of_address(groups, "orders.us", "dc1")["name"] == "orders"
+    assert artemis_estate.group_of_address(groups, "drill.continuity", "dc1")["owner"] == "dc1"
+    assert artemis_estate.group_of_address(groups[1:], "drill.continuity", "dc1") is None

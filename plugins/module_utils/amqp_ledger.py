@@ -1,9 +1,11 @@
-"""AMQP 1.0 test-client helpers for Apache Artemis.
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""AMQP 1.0 clients with ledgers, for Apache Artemis.
 
-Used by the unit and integration tests of the continuity.artemis collection to
-put messages on brokers, look at them, take them off again and keep a steady load
-running across a swapover. Broker state comes from the collection's own
-management client (``Node.management()`` in support/estate.py).
+The DR drill (module artemis_drill_load) keeps its synthetic load running across a
+swapover with them, and the collection's tests put messages on brokers, look at
+them and take them off again with the same code.
 
 Everything here talks to a real broker. AMQP uses python-qpid-proton's blocking
 API (``proton.utils.BlockingConnection``); each function opens its own
@@ -36,17 +38,25 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from proton import (
-    Data,
-    Delivery,
-    Endpoint,
-    Handler,
-    Message,
-    ProtonException,
-    Timeout,
-)
-from proton.reactor import Copy, ReceiverOption, SenderOption
-from proton.utils import BlockingConnection
+try:
+    from proton import (
+        Data,
+        Delivery,
+        Endpoint,
+        Handler,
+        Message,
+        ProtonException,
+        SSLDomain,
+        Timeout,
+    )
+    from proton.reactor import Copy, ReceiverOption, SenderOption
+    from proton.utils import BlockingConnection
+except ImportError as exc:  # the modules report it with missing_required_lib('python-qpid-proton')
+    PROTON_IMPORT_ERROR: ImportError | None = exc
+    Data = Delivery = Endpoint = Message = ProtonException = SSLDomain = Timeout = Copy = BlockingConnection = None
+    Handler = ReceiverOption = SenderOption = object
+else:
+    PROTON_IMPORT_ERROR = None
 
 __all__ = [
     "AmqpError",
@@ -199,12 +209,17 @@ def _safe_url(url: str) -> str:
 
 
 def _connect(url: str, user: str | None, password: str | None, *, timeout: float,
-             heartbeat: float | None = None, role: str = "client") -> BlockingConnection:
+             heartbeat: float | None = None, role: str = "client", ca_path: str | None = None) -> BlockingConnection:
     kwargs: dict[str, Any] = {
         "timeout": timeout,
-        "container_id": f"continuity-test-{role}-{uuid.uuid4().hex[:8]}",
+        "container_id": f"continuity-{role}-{uuid.uuid4().hex[:8]}",
         "allow_insecure_mechs": True,
     }
+    if ca_path and url.startswith("amqps:"):
+        domain = SSLDomain(SSLDomain.MODE_CLIENT)
+        domain.set_trusted_ca_db(ca_path)
+        domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+        kwargs["ssl_domain"] = domain
     if heartbeat:
         kwargs["heartbeat"] = heartbeat
     if user is not None:
@@ -595,8 +610,9 @@ class _Worker(threading.Thread):
 
     def __init__(self, url: str | Sequence[str], user: str | None, password: str | None, *,
                  name: str, heartbeat: float, connect_timeout: float,
-                 reconnect_delay: float):
+                 reconnect_delay: float, ca_path: str | None = None):
         super().__init__(name=name, daemon=True)
+        self.ca_path = ca_path
         # A list of URLs is a failover list (an HA pair): each new connection tries the next one.
         self.urls = [url] if isinstance(url, str) else list(url)
         self.url = self.urls[0]
@@ -657,7 +673,7 @@ class _Worker(threading.Thread):
                 try:
                     conn = _connect(self.urls[(number - 1) % len(self.urls)], self.user, self.password,
                                     timeout=self.connect_timeout, heartbeat=self.heartbeat,
-                                    role=self.name)
+                                    role=self.name, ca_path=self.ca_path)
                     self._session(conn, number)
                     # _session returns only when asked to stop
                 except (AmqpError, ProtonException, OSError) as exc:
@@ -723,11 +739,11 @@ class Producer(_Worker):
                  body_size: int = 0, anycast: bool = True, max_in_flight: int = 1000,
                  max_messages: int | None = None, heartbeat: float = 4.0,
                  connect_timeout: float = 5.0, reconnect_delay: float = 0.5,
-                 drain_timeout: float = 10.0, name: str | None = None):
+                 drain_timeout: float = 10.0, name: str | None = None, ca_path: str | None = None):
         self.id_prefix = id_prefix or f"p-{uuid.uuid4().hex[:8]}"
         super().__init__(url, user, password, name=name or f"producer-{self.id_prefix}",
                          heartbeat=heartbeat, connect_timeout=connect_timeout,
-                         reconnect_delay=reconnect_delay)
+                         reconnect_delay=reconnect_delay, ca_path=ca_path)
         self.address = address
         self.rate = rate if rate and rate > 0 else None
         self.properties = dict(properties or {})
@@ -902,10 +918,10 @@ class Consumer(_Worker):
                  prefetch: int = 100, anycast: bool = True,
                  heartbeat: float = 4.0, connect_timeout: float = 5.0,
                  reconnect_delay: float = 0.5, max_messages: int | None = None,
-                 name: str | None = None):
+                 name: str | None = None, ca_path: str | None = None):
         super().__init__(url, user, password, name=name or f"consumer-{uuid.uuid4().hex[:8]}",
                          heartbeat=heartbeat, connect_timeout=connect_timeout,
-                         reconnect_delay=reconnect_delay)
+                         reconnect_delay=reconnect_delay, ca_path=ca_path)
         self.queue = queue
         self.prefetch = max(prefetch, 1)
         self.anycast = anycast

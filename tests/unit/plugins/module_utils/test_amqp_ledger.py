@@ -1,8 +1,8 @@
-"""tests/support/amqp.py without a broker (its clients against real brokers: tests/integration/test_load_clients.py)."""
+"""plugins/module_utils/amqp_ledger.py without a broker (its clients against real brokers: tests/integration/test_load_clients.py)."""
 
 import pytest
 
-from support import amqp
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 
 
 def test_wait_for_returns_the_value_and_reports_the_last_one_on_timeout():
