@@ -1,6 +1,7 @@
 """Controlled swapover under load (playbooks/swapover.yml): producers at 500 msg/s and consumers, both with a
 failover list of the two datacentres, carry on at the new active site; every message acknowledged to a producer
-is consumed exactly once across both sites. Three drills in a row, each way."""
+is consumed exactly once across both sites. There and back (playbooks/drill.yml does the same from the installed
+collection, tests/integration/test_installed_collection.py)."""
 
 import datetime
 import json
@@ -32,11 +33,11 @@ def _events_since(started_at, source, target):
                 and event["source"] == source and event["target"] == target and event["at"] >= started_at]
 
 
-def test_three_swapovers_under_load_lose_nothing_and_duplicate_nothing(dc1_active_at_the_end):
+def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(dc1_active_at_the_end):
     estate = dc1_active_at_the_end
     urls = {dc: estate.dc(dc).amqp_url for dc in ("dc1", "dc2")}
     user, password = estate.dc("dc1").user, estate.dc("dc1").password
-    for drill, (source, target) in enumerate([("dc1", "dc2"), ("dc2", "dc1"), ("dc1", "dc2")], start=1):
+    for drill, (source, target) in enumerate([("dc1", "dc2"), ("dc2", "dc1")], start=1):
         queue = f"swap.{uuid.uuid4().hex[:8]}"
         failover_list = [urls[source], urls[target]]
         producer = amqp.Producer(failover_list, user, password, queue, rate=RATE)
