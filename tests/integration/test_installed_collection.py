@@ -86,3 +86,12 @@ def test_the_installed_collection_runs_site_and_a_drill_by_fqcn(installed, dc1_a
     assert json.loads((measurement / "drills" / evidence["drill"] / "evidence.json").read_text()) == evidence
     for node in dc1_active_at_the_end.nodes:
         assert not [queue for queue in node.management().queue_names() if queue.startswith("drill.")], node.name
+
+    # A drill address in a messages_only group is refused by name before any message is sent.
+    refused = _run(installed, "drill", "-e", "drill_target=dc2", "-e", "drill_address=inflow.drill",
+                   "-e", f"drill_report_dir={reports}")
+    assert refused.rc != 0 and "drill_address (inflow.drill)" in " ".join(refused.output.split()), \
+        refused.output[-4000:]
+    assert "TASK [Start the load" not in refused.output and len(list(reports.iterdir())) == 1
+    for node in dc1_active_at_the_end.nodes:
+        assert not [queue for queue in node.management().queue_names() if queue.startswith("inflow.drill")]

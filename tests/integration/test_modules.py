@@ -1,5 +1,5 @@
-"""The management modules against the test bed's real brokers: what artemis_replication_info reports, and
-artemis_drain_check waiting for a partitioned WAN to drain."""
+"""The management modules against the test bed's real brokers: what artemis_replication_info reports,
+artemis_drain_check waiting for a partitioned WAN to drain, artemis_remove_queue refusing to drop messages."""
 
 import json
 import uuid
@@ -101,3 +101,22 @@ def test_a_queue_named_with_wildcards_and_a_quote_is_addressed_exactly(estate):
     finally:
         for name in (odd, twin):
             management.execute(broker_mbean(broker), destroy, name, True, True)
+
+
+def test_remove_queue_refuses_while_a_message_is_left_then_removes_it_from_every_broker(estate):
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    queue = f"remove.{uuid.uuid4().hex[:8]}"
+    [sent] = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1)
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 1, timeout=60)
+    arguments = dict(estate.management_args(), queue=queue)
+
+    refused, output = run_module("artemis_remove_queue", arguments)
+    assert refused.get("failed") and refused["holding"] == {dc1.name: 1, dc2.name: 1}, output[-3000:]
+    assert queue in dc1.management().queue_names() and queue in dc2.management().queue_names()
+
+    assert [message.id for message in amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1)] == [sent]
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60)
+    removed, output = run_module("artemis_remove_queue", arguments)
+    assert removed["changed"] and set(removed["removed"]) <= {dc1.name, dc2.name}, output[-3000:]
+    amqp.wait_for(lambda: [node.name for node in (dc1, dc2) if queue in node.management().queue_names()],
+                  lambda left: not left, timeout=30, description="the queue gone from both datacentres")
