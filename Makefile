@@ -12,6 +12,7 @@ PREVIOUS_ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(PREVIOUS_ARTEMIS_VER
 export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION)
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .tools/bin/toxiproxy-server
+METRICS_JARS := .cache/metrics/.fetched
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
 # awx.awx, for the AWX configuration (awx/): Galaxy is out of reach; the last Ansible package on PyPI that bundled it.
 AWX_COLLECTION := .collections/ansible_collections/awx/awx
@@ -39,7 +40,8 @@ help:
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
-setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION)
+setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION) \
+	$(METRICS_JARS)
 
 .cache/apt.done:
 	@mkdir -p .cache
@@ -72,6 +74,15 @@ $(PREVIOUS_ARTEMIS_ARCHIVE):
 
 $(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)
 	tar -xzf $(ARTEMIS_ARCHIVE) -C $(dir $(ARTEMIS_ARCHIVE))
+	@touch $@
+
+# The Prometheus registry jars of the broker role's metrics plugin, for the test bed's offline nodes: every
+# version the role pins (roles/broker/vars/main.yml), checked against its SHA-256 when the role copies them.
+$(METRICS_JARS): roles/broker/vars/main.yml $(VENV)/.installed
+	@mkdir -p $(dir $@)
+	set -o pipefail; $(VENV)/bin/python -c 'import yaml; pins = yaml.safe_load(open("roles/broker/vars/main.yml"))["_broker_metrics_registries"]; \
+	  print("\n".join(sorted({":".join((j["group"], j["artifact"], j["version"])) for p in pins.values() for j in p["jars"]})))' | \
+	  while read -r artifact; do mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(CURDIR)/$(dir $@) || exit 1; done
 	@touch $@
 
 $(TOXIPROXY):

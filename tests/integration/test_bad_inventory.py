@@ -166,6 +166,14 @@ def _missing_tls_certificate(hosts, all_vars):
     all_vars["replication_tls_key"] = "/nonexistent/broker.key"
 
 
+def _metrics_role_nobody_holds(hosts, all_vars):
+    all_vars["broker_metrics_role"] = "scrapers"
+
+
+def _metrics_port_clash(hosts, all_vars):
+    all_vars["broker_metrics_port"] = 8161
+
+
 def _unreachable_host(hosts, all_vars):
     host = next(iter(_dc_hosts(hosts, "dc2")))
     _dc_hosts(hosts, "dc2")[host] = dict(_dc_hosts(hosts, "dc2")[host] or {}, ansible_port=1)
@@ -205,6 +213,8 @@ CASES = {
     "user-provided TLS certificate missing": (
         _missing_tls_certificate, ["replication_tls_cert", "/nonexistent/broker.pem"]),
     "unreachable host": (_unreachable_host, ["dc2-node1", "UNREACHABLE"]),
+    "metrics role that no user holds": (_metrics_role_nobody_holds, ["broker_metrics_role", "scrapers"]),
+    "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),
 }
 
 

@@ -1,12 +1,15 @@
-"""The broker role downloads the archive from broker_archive_url, checks its SHA-512, and refuses a mismatch."""
+"""The broker role downloads the archive from broker_archive_url, checks its SHA-512, and refuses a mismatch; likewise
+the metrics registry jars from broker_metrics_maven_url (SHA-256)."""
 
 import functools
 import http.server
 import json
 import os
+import shutil
 import threading
 
 import pytest
+import yaml
 
 from support.estate import REPO_ROOT, run_playbook
 
@@ -59,3 +62,61 @@ def test_install_refuses_an_archive_whose_checksum_does_not_match(estate, archiv
     assert result.rc != 0
     assert "checksum" in result.output[result.output.find("fatal:"):].lower(), result.output[-4000:]
     assert estate.exec("dc2-node1", "sh", "-c", "ls /opt/artemis-bad-sum 2>/dev/null || true").strip() == ""
+
+
+@pytest.fixture(scope="module")
+def maven_mirror(testbed, tmp_path_factory):
+    """The registry jars `make setup` fetched, in a Maven repository's layout, served like Maven Central."""
+    root = tmp_path_factory.mktemp("maven")
+    with open(os.path.join(REPO_ROOT, "roles", "broker", "vars", "main.yml")) as handle:
+        jars = yaml.safe_load(handle)["_broker_metrics_registries"][VERSION]["jars"]
+    for jar in jars:
+        name = f"{jar['artifact']}-{jar['version']}.jar"
+        folder = root.joinpath(*jar["group"].split("."), jar["artifact"], jar["version"])
+        folder.mkdir(parents=True)
+        shutil.copy(os.path.join(REPO_ROOT, ".cache", "metrics", name), folder / name)
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            requests.append(self.path)
+
+    server = http.server.ThreadingHTTPServer((CONTROLLER, 0), functools.partial(Handler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://{CONTROLLER}:{server.server_address[1]}", jars, requests
+    server.shutdown()
+
+
+def _prepare_metrics(estate, url, instance, **extra):
+    estate.exec("dc2-node1", "rm", "-rf", instance)
+    extra_vars = {"target": "dc2-node1", "broker_metrics_enabled": True, "broker_metrics_maven_url": url,
+                  "broker_metrics_jars_local_dir": "", "broker_instance_dir": instance, **extra}
+    return run_playbook("tests/integration/playbooks/broker_metrics.yml", extra_args=["-e", json.dumps(extra_vars)])
+
+
+def test_the_metrics_registry_is_downloaded_verified_and_the_plugin_compiled_on_the_host(estate, maven_mirror):
+    base_url, jars, requests = maven_mirror
+    instance = "/var/opt/artemis/metrics-from-url"
+
+    result = _prepare_metrics(estate, base_url, instance)
+
+    assert result.rc == 0, result.output[-4000:]
+    for jar in jars:
+        assert f"/{jar['group'].replace('.', '/')}/{jar['artifact']}/{jar['version']}/" \
+               f"{jar['artifact']}-{jar['version']}.jar" in requests
+    prepared = estate.exec("dc2-node1", "ls", f"{instance}/etc/next/metrics").split()
+    assert sorted(prepared) == sorted([f"{jar['artifact']}.jar" for jar in jars] + ["continuity-artemis-metrics.jar"])
+    listing = estate.exec("dc2-node1", "unzip", "-l", f"{instance}/etc/next/metrics/continuity-artemis-metrics.jar")
+    assert "continuity/artemis/metrics/PrometheusMetricsPlugin.class" in listing
+
+
+def test_the_metrics_registry_is_refused_when_a_jar_does_not_match_its_pin(estate, maven_mirror):
+    base_url, jars, _requests = maven_mirror
+    instance = "/var/opt/artemis/metrics-bad-sum"
+    wrong = {VERSION: {"micrometer": "1.17.0", "jars": [dict(jars[0], sha256="0" * 64)]}}
+
+    result = _prepare_metrics(estate, base_url, instance, _broker_metrics_registries=wrong)
+
+    assert result.rc != 0
+    assert f"did not match {'0' * 64}" in result.output, result.output[-4000:]
+    assert estate.exec("dc2-node1", "sh", "-c", f"ls {instance}/etc/next/metrics 2>/dev/null || true").strip() == ""

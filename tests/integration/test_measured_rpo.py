@@ -2,16 +2,14 @@
 the same figure from a real Prometheus that scrapes that textfile. No test bed."""
 
 import http.server
-import socket
-import subprocess
 import threading
 import time
-import urllib.request
 
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from ansible_collections.continuity.artemis.plugins.module_utils.published_rpo import EVALUATED_METRIC, RPO_METRIC
+from support import prometheus as prometheus_server
 from support.estate import run_module
 
 LINK = ["source_datacentre", "target_datacentre"]
@@ -74,15 +72,9 @@ def test_the_operators_figure_is_weighed_instead_and_bad_input_is_refused_by_nam
     assert result.get("failed") and "objective_seconds" in result["msg"]
 
 
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def prometheus(tmp_path):
-    """Prometheus (the Debian package `make setup` installs) scraping the directory the textfile is written to."""
+    """Prometheus scraping the directory the textfile is written to."""
     served = tmp_path / "metrics"
     served.mkdir()
 
@@ -98,30 +90,13 @@ def prometheus(tmp_path):
 
     exporter = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Textfile)
     threading.Thread(target=exporter.serve_forever, daemon=True).start()
-    port = _free_port()
-    (tmp_path / "prometheus.yml").write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: continuity_rpo\n"
-        "    metrics_path: /continuity_artemis.prom\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{exporter.server_address[1]}']}}]\n")
-    process = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
-                                f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-                               stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2):
-                break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, \
-                (tmp_path / "prometheus.log").read_text()[-3000:]
-            time.sleep(0.2)
-    yield url, served / "continuity_artemis.prom"
-    process.terminate()
-    process.wait(timeout=30)
-    exporter.shutdown()
+    try:
+        with prometheus_server.server(tmp_path, [{
+                "job_name": "continuity_rpo", "metrics_path": "/continuity_artemis.prom",
+                "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}"]}]}]) as url:
+            yield url, served / "continuity_artemis.prom"
+    finally:
+        exporter.shutdown()
 
 
 def test_the_same_figure_is_read_from_prometheus(prometheus):
@@ -140,7 +115,7 @@ def test_the_same_figure_is_read_from_prometheus(prometheus):
 
 
 def test_a_prometheus_that_does_not_answer_leaves_the_figure_unknown():
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{prometheus_server.free_port()}"
     result = _weigh(prometheus_url=url, request_timeout=2)
     assert result["within_objective"] is False and not result.get("failed"), result
     assert f"Prometheus at {url} did not answer" in result["reason"]

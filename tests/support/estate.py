@@ -149,6 +149,7 @@ class Node:
     admin_password: str = dataclasses.field(default="", repr=False)
     monitor_user: str = "monitor"
     monitor_password: str = dataclasses.field(default="", repr=False)
+    metrics_url: str = ""
 
     def management(self, user: str | None = None, password: str | None = None, timeout: int = 10,
                    ca_path: str | None = None) -> ArtemisManagement:
@@ -180,7 +181,8 @@ class Estate:
         return cls([Node(n["name"], n["dc"], n["address"], n["amqp_url"], n["core_url"], n["management_url"],
                          n["ca_cert"], n["credentials"]["user"], n["credentials"]["password"],
                          n["management_credentials"]["user"], n["management_credentials"]["password"],
-                         n["monitor_credentials"]["user"], n["monitor_credentials"]["password"])
+                         n["monitor_credentials"]["user"], n["monitor_credentials"]["password"],
+                         n["metrics_url"])
                     for n in status], inventory)
 
     def dc(self, name: str) -> Node:

@@ -1,0 +1,210 @@
+/*
+ * Artemis's own metrics (its <metrics> plugin mechanism) in Prometheus exposition, served over HTTPS with HTTP Basic
+ * authentication against the broker's JAAS domain, to the users of one role only.
+ *
+ * The broker role compiles this file on the broker host against the distribution's lib/ and the Prometheus registry
+ * jars it installs, so that nothing but source ships in the collection. It reads no MBean: the meters are Artemis's
+ * (registered by its MetricsManager on this registry), so management.xml's authorisation is neither needed nor
+ * bypassed for anything but these read-only figures.
+ *
+ * Options (the <property> children of <plugin> in broker.xml): bind, port, key-store-path (a PEM file holding the key
+ * and certificate), jaas-domain, role.
+ */
+package continuity.artemis.metrics;
+
+import com.sun.net.httpserver.BasicAuthenticator;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.security.KeyStore;
+import java.security.Principal;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.security.auth.Subject;
+import javax.security.auth.callback.Callback;
+import javax.security.auth.callback.NameCallback;
+import javax.security.auth.callback.PasswordCallback;
+import javax.security.auth.callback.UnsupportedCallbackException;
+import javax.security.auth.login.LoginContext;
+import javax.security.auth.login.LoginException;
+import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.metrics.ActiveMQMetricsPlugin;
+
+public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
+
+    private static final long serialVersionUID = 1L;
+    private static final Logger LOG = Logger.getLogger(PrometheusMetricsPlugin.class.getName());
+    // Artemis's role principal, by name: its class comes from the broker's class loader, not ours.
+    private static final String ROLE_PRINCIPAL = "org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal";
+
+    private transient PrometheusMeterRegistry registry;
+    private transient Map<String, String> options;
+    private transient HttpsServer httpServer;
+    private transient volatile ActiveMQServer broker;
+    private final transient Set<String> connectionGauges = new HashSet<>();
+
+    @Override
+    public ActiveMQMetricsPlugin init(Map<String, String> options) {
+        for (String key : new String[] {"bind", "port", "key-store-path", "jaas-domain", "role"}) {
+            if (options.get(key) == null || options.get(key).isEmpty()) {
+                throw new IllegalArgumentException("continuity metrics plugin: the property " + key + " is required");
+            }
+        }
+        this.options = Map.copyOf(options);
+        this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        return this;
+    }
+
+    @Override
+    public MeterRegistry getRegistry() {
+        return registry;
+    }
+
+    // Called at the end of every start of the server, also when an HA backup restarts in the same JVM: the endpoint
+    // is opened once and follows the current server.
+    @Override
+    public synchronized void registered(ActiveMQServer server) {
+        broker = server;
+        registerConnectionGauges(server);
+        if (httpServer == null) {
+            try {
+                httpServer = startEndpoint();
+            } catch (Exception e) {
+                throw new IllegalStateException("continuity metrics plugin: cannot serve on " + options.get("bind")
+                        + ":" + options.get("port") + ": " + e, e);
+            }
+        }
+    }
+
+    // The broker's AMQP connections (the mirrors): Artemis registers no meter for them. They start after the plugin
+    // is registered, so each scrape adds those not yet seen.
+    private synchronized void registerConnectionGauges(ActiveMQServer server) {
+        server.getBrokerConnections().forEach(connection -> {
+            String name = connection.getName();
+            if (connectionGauges.add(name)) {
+                Gauge.builder("artemis.broker.connection.connected", this, plugin -> plugin.connected(name))
+                        .description("1 while the broker connection (AMQP mirror) is connected to its peer")
+                        .tag("broker", server.getConfiguration().getName())
+                        .tag("connection", name)
+                        .register(registry);
+            }
+        });
+    }
+
+    private double connected(String name) {
+        ActiveMQServer current = broker;
+        if (current == null) {
+            return 0;
+        }
+        return current.getBrokerConnections().stream()
+                .anyMatch(connection -> name.equals(connection.getName()) && connection.isConnected()) ? 1 : 0;
+    }
+
+    private HttpsServer startEndpoint() throws Exception {
+        KeyStore keyStore = KeyStore.getInstance("PEM", new de.dentrassi.crypto.pem.PemKeyStoreProvider());
+        try (InputStream in = new FileInputStream(options.get("key-store-path"))) {
+            keyStore.load(in, new char[0]);
+        }
+        KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        keys.init(keyStore, new char[0]);
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keys.getKeyManagers(), null, null);
+
+        HttpsServer server = HttpsServer.create(
+                new InetSocketAddress(options.get("bind"), Integer.parseInt(options.get("port"))), 16);
+        server.setHttpsConfigurator(new HttpsConfigurator(tls));
+        ClassLoader loader = PrometheusMetricsPlugin.class.getClassLoader();
+        ExecutorService threads = Executors.newFixedThreadPool(2, task -> {
+            Thread thread = new Thread(task, "continuity-metrics");
+            thread.setDaemon(true);
+            // JAAS loads the broker's login modules through the context class loader.
+            thread.setContextClassLoader(loader);
+            return thread;
+        });
+        server.setExecutor(threads);
+        server.createContext("/metrics", this::scrape).setAuthenticator(new JaasBasicAuthenticator(
+                options.get("jaas-domain"), options.get("role")));
+        server.start();
+        return server;
+    }
+
+    private void scrape(HttpExchange exchange) throws IOException {
+        try (exchange) {
+            if (!"GET".equals(exchange.getRequestMethod())) {
+                exchange.sendResponseHeaders(405, -1);
+                return;
+            }
+            ActiveMQServer current = broker;
+            if (current != null) {
+                registerConnectionGauges(current);
+            }
+            byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+                out.write(body);
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "continuity metrics plugin: scrape failed", e);
+            throw e;
+        }
+    }
+
+    /** Basic credentials checked by a JAAS login in the broker's domain; only holders of `role` get in. */
+    private static final class JaasBasicAuthenticator extends BasicAuthenticator {
+        private final String domain;
+        private final String role;
+
+        JaasBasicAuthenticator(String domain, String role) {
+            super("artemis-metrics", StandardCharsets.UTF_8);
+            this.domain = domain;
+            this.role = role;
+        }
+
+        @Override
+        public boolean checkCredentials(String user, String password) {
+            Subject subject = new Subject();
+            try {
+                LoginContext login = new LoginContext(domain, subject, callbacks -> {
+                    for (Callback callback : callbacks) {
+                        if (callback instanceof NameCallback) {
+                            ((NameCallback) callback).setName(user);
+                        } else if (callback instanceof PasswordCallback) {
+                            ((PasswordCallback) callback).setPassword(password.toCharArray());
+                        } else {
+                            throw new UnsupportedCallbackException(callback);
+                        }
+                    }
+                });
+                login.login();
+                boolean allowed = false;
+                for (Principal principal : subject.getPrincipals()) {
+                    if (ROLE_PRINCIPAL.equals(principal.getClass().getName()) && role.equals(principal.getName())) {
+                        allowed = true;
+                    }
+                }
+                login.logout();
+                return allowed;
+            } catch (LoginException e) {
+                return false;
+            }
+        }
+    }
+}

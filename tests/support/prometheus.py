@@ -1,0 +1,75 @@
+"""A real Prometheus server (the Debian package `make setup` installs) for tests, and a scrape of one broker's
+metrics endpoint as Prometheus does it (HTTPS, basic authentication, the estate's CA)."""
+
+import base64
+import contextlib
+import json
+import socket
+import ssl
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(work, scrape_configs: list[dict], interval_s: int = 1):
+    """Prometheus with these scrape configs, its data and log under ``work``; yields its URL."""
+    config = work / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"global": {"scrape_interval": f"{interval_s}s",
+                                                 "evaluation_interval": f"{interval_s}s"},
+                                      "scrape_configs": scrape_configs}))
+    port = free_port()
+    log = work / "prometheus.log"
+    with open(log, "w") as handle:
+        process = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
+                                    f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                                   stderr=handle)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2):
+                    break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def query(url: str, expression: str) -> list[dict]:
+    """The instant vector of ``expression``: [{"metric": {labels}, "value": [time, "value"]}]."""
+    with urllib.request.urlopen(f"{url}/api/v1/query?query={urllib.parse.quote(expression)}", timeout=10) as reply:
+        answer = json.load(reply)
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+def scrape(url: str, ca_file: str, user: str | None, password: str | None, timeout: float = 30) -> dict:
+    """One scrape of a metrics endpoint: {sample name: [(labels, value), ...]}. An HTTP error (401 for a wrong or
+    missing password) raises urllib.error.HTTPError, a TLS failure ssl.SSLError or URLError."""
+    request = urllib.request.Request(url)
+    if user is not None:
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as reply:
+        text = reply.read().decode()
+    samples: dict = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples
