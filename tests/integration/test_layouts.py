@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import prometheus
 from support.estate import Estate, generated_secrets, layout_inventory, run_module, run_playbook
 
 pytestmark = pytest.mark.layouts
@@ -40,6 +41,11 @@ def _node(estate, name):
     return next(node for node in estate.nodes if node.name == name)
 
 
+def _active(node):
+    return prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)[
+        "artemis_active"][0][1]
+
+
 def _why_missing(queue, producer, accepted, backup, dc2):
     """What a test that lost messages should say: which ids, when the producer had them accepted (connection 1 is
     the primary, later ones the backup), whether dc1's surviving broker holds them, and the mirror's state."""
@@ -65,6 +71,8 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     assert not [secret for secret in generated_secrets() if secret in second.output]
 
     primary, backup = _node(estate, "dc1-node1"), _node(estate, "dc1-node2")
+    # Every broker serves its metrics, the backups too: one live broker per pair.
+    assert sorted(node.name for node in estate.nodes if _active(node) == 1) == ["dc1-node1", "dc2-node1"]
     if layout.endswith("+zookeeper"):
         broker_xml = estate.exec(primary.name, "cat", f"/var/opt/artemis/{primary.name}/etc/broker.xml")
         assert "lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml
@@ -95,6 +103,7 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     time.sleep(5)
     producer.stop()
     reconnected = reconnections()
+    assert _active(backup) == 1, "dc1's backup is live but its metrics do not say so"
     estate.record_timing(f"{layout}.producer_reconnected_after_kill_s", reconnected[0] - killed)
     accepted = set(producer.accepted_ids())
     uncertain = set(producer.uncertain_ids())
