@@ -45,7 +45,8 @@ def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):
     datacentres = sorted({node.dc for node in estate.nodes})
     connections = mirror_connections(settings["replication_address_groups"], datacentres, "dc1")
     for node in estate.nodes:
-        samples = _scrape(node)
+        # The endpoint opens on a thread of its own, just after the broker has started.
+        samples = amqp.wait_for(lambda: _scrape(node), timeout=30, description=f"the metrics of {node.name}")
         assert _value(samples, "artemis_active", broker=node.name) == 1, node.name
         assert sum(_values(samples, "jvm_memory_used_bytes", area="heap")) > 0, node.name
         assert _value(samples, "artemis_connection_count", broker=node.name) > 0, node.name

@@ -42,8 +42,10 @@ def _node(estate, name):
 
 
 def _active(node):
-    return prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)[
-        "artemis_active"][0][1]
+    samples = amqp.wait_for(lambda: prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user,
+                                                      node.monitor_password),
+                            timeout=30, description=f"the metrics of {node.name}")
+    return samples["artemis_active"][0][1]
 
 
 def _why_missing(queue, producer, accepted, backup, dc2):

@@ -33,8 +33,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.security.auth.Subject;
@@ -46,17 +44,20 @@ import javax.security.auth.login.LoginContext;
 import javax.security.auth.login.LoginException;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.metrics.ActiveMQMetricsPlugin;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
 
     private static final long serialVersionUID = 1L;
-    private static final Logger LOG = Logger.getLogger(PrometheusMetricsPlugin.class.getName());
+    private static final Logger LOG = LoggerFactory.getLogger(PrometheusMetricsPlugin.class);
     // Artemis's role principal, by name: its class comes from the broker's class loader, not ours.
     private static final String ROLE_PRINCIPAL = "org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal";
 
     private transient PrometheusMeterRegistry registry;
     private transient Map<String, String> options;
-    private transient HttpsServer httpServer;
+    private transient volatile HttpsServer httpServer;
+    private transient Thread opener;
     private transient volatile ActiveMQServer broker;
     private final transient Set<String> connectionGauges = new HashSet<>();
 
@@ -77,18 +78,35 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
         return registry;
     }
 
-    // Called at the end of every start of the server, also when an HA backup restarts in the same JVM: the endpoint
-    // is opened once and follows the current server.
+    // Called during every start of the server, also when an HA broker restarts in the same JVM: the endpoint is
+    // opened once, on a thread of its own so that it never delays or fails the broker's start (a port still taken is
+    // retried), and follows the current server.
     @Override
     public synchronized void registered(ActiveMQServer server) {
         broker = server;
         registerConnectionGauges(server);
-        if (httpServer == null) {
+        if (opener == null) {
+            opener = new Thread(this::openEndpoint, "continuity-metrics-open");
+            opener.setDaemon(true);
+            opener.start();
+        }
+    }
+
+    private void openEndpoint() {
+        while (true) {
             try {
                 httpServer = startEndpoint();
+                LOG.info("continuity metrics plugin: serving https://{}:{}/metrics", options.get("bind"),
+                        options.get("port"));
+                return;
             } catch (Exception e) {
-                throw new IllegalStateException("continuity metrics plugin: cannot serve on " + options.get("bind")
-                        + ":" + options.get("port") + ": " + e, e);
+                LOG.error("continuity metrics plugin: cannot serve on {}:{} (retrying in 30 s): {}", options.get("bind"),
+                        options.get("port"), e.toString());
+            }
+            try {
+                Thread.sleep(30_000);
+            } catch (InterruptedException e) {
+                return;
             }
         }
     }
@@ -162,7 +180,7 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
                 out.write(body);
             }
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "continuity metrics plugin: scrape failed", e);
+            LOG.warn("continuity metrics plugin: scrape failed", e);
             throw e;
         }
     }
