@@ -56,7 +56,6 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
 
     private transient PrometheusMeterRegistry registry;
     private transient Map<String, String> options;
-    private transient volatile HttpsServer httpServer;
     private transient Thread opener;
     private transient volatile ActiveMQServer broker;
     private final transient Set<String> connectionGauges = new HashSet<>();
@@ -95,7 +94,7 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
     private void openEndpoint() {
         while (true) {
             try {
-                httpServer = startEndpoint();
+                startEndpoint();
                 LOG.info("continuity metrics plugin: serving https://{}:{}/metrics", options.get("bind"),
                         options.get("port"));
                 return;
@@ -135,7 +134,7 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
                 .anyMatch(connection -> name.equals(connection.getName()) && connection.isConnected()) ? 1 : 0;
     }
 
-    private HttpsServer startEndpoint() throws Exception {
+    private void startEndpoint() throws Exception {
         KeyStore keyStore = KeyStore.getInstance("PEM", new de.dentrassi.crypto.pem.PemKeyStoreProvider());
         try (InputStream in = new FileInputStream(options.get("key-store-path"))) {
             keyStore.load(in, new char[0]);
@@ -160,7 +159,6 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
         server.createContext("/metrics", this::scrape).setAuthenticator(new JaasBasicAuthenticator(
                 options.get("jaas-domain"), options.get("role")));
         server.start();
-        return server;
     }
 
     private void scrape(HttpExchange exchange) throws IOException {
