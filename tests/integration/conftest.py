@@ -21,6 +21,8 @@ def testbed():
     args = ["up", "--dcs", os.environ.get("TESTBED_DCS", "2"), "--nodes-per-dc", "1"]
     if os.environ.get("TESTBED_SYSTEMD") == "1":
         args.append("--systemd")
+    else:
+        args.append("--metrics")  # test_broker_metrics reads them
     _testbed(*args)
     yield
     if os.environ.get("KEEP_TESTBED") != "1":

@@ -167,10 +167,12 @@ def _missing_tls_certificate(hosts, all_vars):
 
 
 def _metrics_role_nobody_holds(hosts, all_vars):
+    all_vars["broker_metrics_enabled"] = True
     all_vars["broker_metrics_role"] = "scrapers"
 
 
 def _metrics_port_clash(hosts, all_vars):
+    all_vars["broker_metrics_enabled"] = True
     all_vars["broker_metrics_port"] = 8161
 
 

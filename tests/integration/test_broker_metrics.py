@@ -37,6 +37,11 @@ def _value(samples, name, **labels):
     return values[0]
 
 
+@pytest.fixture(autouse=True)
+def _metrics_on(estate):
+    assert all(node.metrics_url for node in estate.nodes), "the test bed is up without --metrics: run `testbed down`"
+
+
 def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):
     dc1 = estate.dc("dc1")
     queue = f"metrics.{uuid.uuid4().hex[:8]}"

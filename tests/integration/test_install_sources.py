@@ -120,3 +120,19 @@ def test_the_metrics_registry_is_refused_when_a_jar_does_not_match_its_pin(estat
     assert result.rc != 0
     assert f"did not match {'0' * 64}" in result.output, result.output[-4000:]
     assert estate.exec("dc2-node1", "sh", "-c", f"ls {instance}/etc/next/metrics 2>/dev/null || true").strip() == ""
+
+
+def test_a_local_registry_jar_that_does_not_match_its_pin_is_refused_before_any_copy(estate, tmp_path):
+    with open(os.path.join(REPO_ROOT, "roles", "broker", "vars", "main.yml")) as handle:
+        jars = yaml.safe_load(handle)["_broker_metrics_registries"][VERSION]["jars"]
+    for jar in jars:
+        shutil.copy(os.path.join(REPO_ROOT, ".cache", "metrics", f"{jar['artifact']}-{jar['version']}.jar"), tmp_path)
+    tampered = tmp_path / f"{jars[0]['artifact']}-{jars[0]['version']}.jar"
+    tampered.write_bytes(tampered.read_bytes() + b"\0")
+    instance = "/var/opt/artemis/metrics-bad-local"
+
+    result = _prepare_metrics(estate, "", instance, broker_metrics_jars_local_dir=str(tmp_path))
+
+    assert result.rc != 0
+    assert f"broker_metrics_jars_local_dir: {tampered} is not the pinned one" in result.output, result.output[-4000:]
+    assert estate.exec("dc2-node1", "sh", "-c", f"ls {instance}/etc/next/metrics/*.jar 2>/dev/null || true").strip() == ""

@@ -25,7 +25,7 @@ def layout_estate(request, tmp_path):
     """A fresh two-node-per-datacentre test bed converged with the layout (+zookeeper: pairs lock in ZooKeeper)."""
     layout, lock_manager = (request.param.split("+") + [""])[:2]
     Estate.testbed("down")
-    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", *(["--zookeeper"] if lock_manager else []))
+    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", "--metrics", *(["--zookeeper"] if lock_manager else []))
     inventory = layout_inventory(tmp_path, layout)
     started = time.monotonic()
     first = run_playbook("site.yml", inventory=inventory)
