@@ -20,9 +20,7 @@ def _testbed(*args, check=True):
 def testbed():
     args = ["up", "--dcs", os.environ.get("TESTBED_DCS", "2"), "--nodes-per-dc", "1"]
     if os.environ.get("TESTBED_SYSTEMD") == "1":
-        args.append("--systemd")
-    else:
-        args.append("--metrics")  # test_broker_metrics reads them
+        args += ["--systemd", "--metrics"]  # test_broker_metrics runs there (make integration)
     _testbed(*args)
     yield
     if os.environ.get("KEEP_TESTBED") != "1":

@@ -17,6 +17,9 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate 
 from support import prometheus
 from support.estate import REPO_ROOT
 
+# The systemd test bed turns metrics on (the main one does not: the plugin costs every fresh node a compile).
+pytestmark = pytest.mark.systemd
+
 DASHBOARD = os.path.join(REPO_ROOT, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")
 
 
@@ -39,7 +42,8 @@ def _value(samples, name, **labels):
 
 @pytest.fixture(autouse=True)
 def _metrics_on(estate):
-    assert all(node.metrics_url for node in estate.nodes), "the test bed is up without --metrics: run `testbed down`"
+    assert all(node.metrics_url for node in estate.nodes), (
+        "the test bed is up without --metrics (make integration runs this test on the systemd bed, which has them)")
 
 
 def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):

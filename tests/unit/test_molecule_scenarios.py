@@ -13,7 +13,10 @@ MOLECULE = os.path.join(REPO_ROOT, "extensions", "molecule")
 def test_every_role_has_a_scenario_that_make_molecule_runs():
     roles = set(os.listdir(os.path.join(REPO_ROOT, "roles")))
     with open(os.path.join(REPO_ROOT, "Makefile")) as handle:
-        run = set(re.search(r"^MOLECULE_SCENARIOS := (.*)$", handle.read(), re.MULTILINE).group(1).split())
+        makefile = handle.read()
+    run = set()
+    for variable in ("MOLECULE_OWN_BED", "MOLECULE_SHARED_BED"):
+        run |= set(re.search(rf"^{variable} := (.*)$", makefile, re.MULTILINE).group(1).split())
     assert run == roles
     for scenario in run:
         with open(os.path.join(MOLECULE, scenario, "molecule.yml")) as handle:
