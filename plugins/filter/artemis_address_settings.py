@@ -10,9 +10,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import address_settings
 
 
-def artemis_address_settings(configured, staging=()):
+def artemis_address_settings(configured, staging=(), delete_removed_diverts=False):
     try:
-        return address_settings(configured, staging)
+        return address_settings(configured, staging, delete_removed_diverts)
     except ValueError as exc:
         raise AnsibleFilterError("artemis_address_settings: %s" % exc)
 

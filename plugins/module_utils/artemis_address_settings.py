@@ -60,7 +60,7 @@ def _effective(configured, prefix, key):
     return max(covering, key=lambda entry: len(entry['match']))['settings'][key]
 
 
-def address_settings(configured, staging=()):
+def address_settings(configured, staging=(), delete_removed_diverts=False):
     """``[{match, settings}]`` sorted by match: the configured settings, and for each staging entry its prefix's match
     with the configured settings of that match and:
 
@@ -68,6 +68,9 @@ def address_settings(configured, staging=()):
     - on Artemis's own addresses (NEVER_KEPT_MATCHES), when something is staged: never kept;
     - not staged, under a prefix (a more general match may be staged): the configured ``send-to-dla-on-no-route``
       (else false) and ``dead-letter-address`` spelled out, since Artemis merges settings from the general matches.
+
+    With ``delete_removed_diverts`` (broker.xml) every address says ``config-delete-diverts: FORCE`` unless configured
+    otherwise: without it Artemis redeploys a divert removed from broker.xml from its journal.
     """
     for entry in configured:
         if not isinstance(entry, dict) or not isinstance(entry.get('match'), str) \
@@ -77,6 +80,8 @@ def address_settings(configured, staging=()):
     if any(entry['staged'] for entry in staging):
         for match in NEVER_KEPT_MATCHES:
             by_match.setdefault(match, {})['send-to-dla-on-no-route'] = False
+    if delete_removed_diverts:
+        by_match.setdefault('#', {}).setdefault('config-delete-diverts', 'FORCE')
     for entry in staging:
         settings = by_match.setdefault(prefix_match(entry['prefix']), {})
         if entry['staged']:

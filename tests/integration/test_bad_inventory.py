@@ -176,6 +176,17 @@ def _metrics_port_clash(hosts, all_vars):
     all_vars["broker_metrics_port"] = 8161
 
 
+def _divert_without_an_address(hosts, all_vars):
+    all_vars["broker_queues"] = [{"name": "orders.copy"}]
+    all_vars["broker_diverts"] = [{"name": "orders-copy", "forwarding_address": "orders.copy"}]
+
+
+def _bridge_to_an_undefined_connector(hosts, all_vars):
+    all_vars["broker_queues"] = [{"name": "orders.out"}]
+    all_vars["broker_bridges"] = [{"name": "orders-to-dr", "queue": "orders.out", "connectors": ["dr-site"],
+                                   "user": "bridge", "password": "not-used-here"}]
+
+
 def _unreachable_host(hosts, all_vars):
     host = next(iter(_dc_hosts(hosts, "dc2")))
     _dc_hosts(hosts, "dc2")[host] = dict(_dc_hosts(hosts, "dc2")[host] or {}, ansible_port=1)
@@ -217,6 +228,9 @@ CASES = {
     "unreachable host": (_unreachable_host, ["dc2-node1", "UNREACHABLE"]),
     "metrics role that no user holds": (_metrics_role_nobody_holds, ["broker_metrics_role", "scrapers"]),
     "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),
+    "divert without an address": (_divert_without_an_address, ["broker_diverts", "address"]),
+    "bridge to an undefined connector": (
+        _bridge_to_an_undefined_connector, ["broker_bridges", "orders-to-dr", "dr-site", "broker_connectors"]),
 }
 
 

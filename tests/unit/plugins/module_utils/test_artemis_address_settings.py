@@ -67,3 +67,12 @@ def test_what_counts_as_a_difference_is_whether_and_where_it_keeps():
     assert differs({"deadLetterAddress": KEPT_ADDRESS}, keeping)
     assert differs({"sendToDLAOnNoRoute": True, "deadLetterAddress": "DLQ"}, keeping)
     assert not differs({}, {"auto-create-queues": True})
+
+
+def test_broker_xml_deletes_removed_diverts_unless_configured_otherwise():
+    settings = _by_match(address_settings(CONFIGURED, delete_removed_diverts=True))
+    assert settings["#"]["config-delete-diverts"] == "FORCE"
+    assert settings["east.#"] == CONFIGURED[1]["settings"]
+    configured = [{"match": "#", "settings": {"config-delete-diverts": "OFF"}}]
+    assert _by_match(address_settings(configured, delete_removed_diverts=True))["#"]["config-delete-diverts"] == "OFF"
+    assert "config-delete-diverts" not in _by_match(address_settings(CONFIGURED))["#"]

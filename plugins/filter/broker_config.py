@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that give the broker role the rules of module_utils/artemis_broker_config.py (connectors, queues, diverts
+and core bridges)."""
+
+from __future__ import annotations
+
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config
+
+
+def artemis_addresses(builtin_addresses, addresses, queues):
+    return artemis_broker_config.address_elements(builtin_addresses, addresses, queues)
+
+
+def artemis_diverts(diverts):
+    return artemis_broker_config.diverts(diverts)
+
+
+def artemis_bridges(bridges):
+    return artemis_broker_config.bridges(bridges)
+
+
+def artemis_connector_url(connector, tls_dir):
+    return artemis_broker_config.connector_url(connector, tls_dir)
+
+
+def artemis_broker_config_errors(builtin_addresses, addresses, queues, connectors, diverts, bridges, has_ca=True):
+    return artemis_broker_config.config_errors(builtin_addresses, addresses, queues, connectors, diverts, bridges,
+                                               has_ca)
+
+
+class FilterModule:
+    def filters(self):
+        return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
+                'artemis_diverts': artemis_diverts, 'artemis_bridges': artemis_bridges,
+                'artemis_broker_config_errors': artemis_broker_config_errors}

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: continuity.artemis contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a broker's own routing configuration may say and what broker.xml makes of it: connectors, queues, diverts
+and core bridges (the broker role's broker_connectors, broker_queues, broker_diverts and broker_bridges).
+
+The role's argument specs check each entry's shape; the rules here are the ones between entries, which Artemis would
+otherwise only report in its log (a bridge to a connector that does not exist does not start, a divert named like a
+queue is refused, and a duplicate name of the shared xsd:ID space stops the broker at start).
+"""
+
+from __future__ import annotations
+
+import re
+
+# What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
+CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}
+QUEUE_DEFAULTS = {'address': None, 'routing_type': 'anycast', 'filter': None, 'durable': None, 'max_consumers': None,
+                  'exclusive': None, 'purge_on_no_consumers': None}
+DIVERT_DEFAULTS = {'filter': None, 'exclusive': False, 'routing_type': 'strip', 'routing_name': None,
+                   'transformer': None}
+# A bridge over a WAN backs off to 30 s between attempts and never gives up; duplicate detection with a confirmation
+# window lets it resend what was unconfirmed when a connection broke without delivering anything twice.
+BRIDGE_DEFAULTS = {'forwarding_address': None, 'filter': None, 'transformer': None, 'ha': False,
+                   'retry_interval': 2000, 'retry_interval_multiplier': 2.0, 'max_retry_interval': 30000,
+                   'reconnect_attempts': -1, 'use_duplicate_detection': True, 'confirmation_window_size': 1048576,
+                   'routing_type': 'pass', 'concurrency': 1}
+
+# Connector names the broker role gives the HA pair's own connectors (fragments/ha.xml.j2).
+HA_CONNECTOR = re.compile(r'^(self|peer-[0-9]+)$')
+# Divert and bridge names are xsd:ID values: XML NCNames, one space for both.
+NCNAME = re.compile(r'^[A-Za-z_][A-Za-z0-9._-]*$')
+
+
+def _with_defaults(entry, defaults):
+    """The entry with every option present: what it sets, else the default (an option set to None is unset)."""
+    return dict(defaults, **dict((key, value) for key, value in entry.items() if value is not None))
+
+
+def _queue_entry(queue, address, routing_type):
+    return dict(_with_defaults(queue, QUEUE_DEFAULTS), address=address, routing_type=routing_type)
+
+
+def declared_queues(builtin_addresses, addresses, queues):
+    """Every queue broker.xml declares: ``[{name, address, routing_type, ...}]`` from the built-in addresses,
+    broker_addresses (queue names) and broker_queues (queue entries)."""
+    declared = []
+    for address in list(builtin_addresses) + list(addresses):
+        routing_type = address.get('routing_type') or 'anycast'
+        for name in address.get('queues') or [address['name']]:
+            declared.append(_queue_entry({'name': name}, address['name'], routing_type))
+    for queue in queues:
+        declared.append(_queue_entry(queue, queue.get('address') or queue['name'], queue.get('routing_type') or
+                                     'anycast'))
+    return declared
+
+
+def address_elements(builtin_addresses, addresses, queues):
+    """The ``<addresses>`` of broker.xml: ``[{name, anycast: [queue], multicast: [queue]}]`` in the order addresses
+    first appear, each queue once under its routing type."""
+    elements = {}
+    for queue in declared_queues(builtin_addresses, addresses, queues):
+        element = elements.setdefault(queue['address'], {'name': queue['address'], 'anycast': [], 'multicast': []})
+        element[queue['routing_type']].append(dict((key, value) for key, value in queue.items()
+                                                   if key not in ('address', 'routing_type')))
+    return list(elements.values())
+
+
+def diverts(entries):
+    return [_with_defaults(entry, DIVERT_DEFAULTS) for entry in entries]
+
+
+def bridges(entries):
+    return [_with_defaults(entry, BRIDGE_DEFAULTS) for entry in entries]
+
+
+def connector_url(connector, tls_dir):
+    """A connector's URL: ``tcp://host:port`` and its parameters; with ``tls`` the estate's CA verifies the remote
+    broker's certificate and host name (``trust_store_path`` names another CA file)."""
+    connector = _with_defaults(connector, CONNECTOR_DEFAULTS)
+    parameters = {}
+    if connector['tls']:
+        parameters.update({'sslEnabled': 'true', 'trustStoreType': 'PEMCA',
+                           'trustStorePath': connector['trust_store_path'] or tls_dir + '/ca.pem', 'verifyHost': 'true'})
+    parameters.update(dict((key, str(value).lower() if isinstance(value, bool) else str(value))
+                           for key, value in connector['parameters'].items()))
+    query = ';'.join('%s=%s' % (key, parameters[key]) for key in sorted(parameters))
+    return 'tcp://%s:%s%s' % (connector['host'], connector['port'], '?' + query if query else '')
+
+
+def _duplicates(names):
+    seen, duplicated = set(), []
+    for name in names:
+        if name in seen and name not in duplicated:
+            duplicated.append(name)
+        seen.add(name)
+    return duplicated
+
+
+def config_errors(builtin_addresses, addresses, queues, connectors, diverts, bridges, has_ca=True):
+    """Why these entries cannot make a working broker.xml, each naming its variable and entry; empty when they can."""
+    errors = []
+    connector_names = [connector['name'] for connector in connectors]
+    for name in _duplicates(connector_names):
+        errors.append('broker_connectors: two connectors are named %r' % name)
+    for connector in connectors:
+        if HA_CONNECTOR.match(connector['name']):
+            errors.append('broker_connectors: %r is the name of one of the HA pair\'s own connectors; choose another'
+                          % connector['name'])
+        if connector.get('tls') is not False and not connector.get('trust_store_path') and not has_ca:
+            errors.append('broker_connectors: %r uses TLS but broker_tls_files has no ca.pem to verify the remote '
+                          'broker with (set trust_store_path, or tls: false for a link that stays inside a trusted '
+                          'network)' % connector['name'])
+
+    declared = declared_queues(builtin_addresses, addresses, queues)
+    queue_names = [queue['name'] for queue in declared]
+    for name in _duplicates(queue_names):
+        errors.append('broker_queues: the queue %r is declared twice (broker_addresses and broker_queues declare '
+                      'queues in one name space)' % name)
+
+    routing_names = [divert['name'] for divert in diverts] + [bridge['name'] for bridge in bridges]
+    for name in _duplicates(routing_names):
+        errors.append('broker_diverts/broker_bridges: %r names two of them (diverts and bridges share one name '
+                      'space)' % name)
+    for kind, entries in (('broker_diverts', diverts), ('broker_bridges', bridges)):
+        for entry in entries:
+            if not NCNAME.match(entry['name']):
+                errors.append('%s: %r is not a valid name (a letter or _ first, then letters, digits, ., - or _)'
+                              % (kind, entry['name']))
+
+    for divert in diverts:
+        if not divert.get('address'):
+            errors.append('broker_diverts: %r has no address to divert from' % divert['name'])
+        if not divert.get('forwarding_address'):
+            errors.append('broker_diverts: %r has no forwarding_address' % divert['name'])
+        if divert.get('address') and divert.get('address') == divert.get('forwarding_address'):
+            errors.append('broker_diverts: %r forwards %r to itself' % (divert['name'], divert['address']))
+        if divert['name'] in queue_names:
+            errors.append('broker_diverts: %r is also the name of a queue (a divert is a binding like a queue)'
+                          % divert['name'])
+
+    for bridge in bridges:
+        if bridge.get('queue') not in queue_names:
+            errors.append('broker_bridges: %r forwards from the queue %r, which neither broker_queues nor '
+                          'broker_addresses declares' % (bridge['name'], bridge.get('queue')))
+        if not bridge.get('connectors'):
+            errors.append('broker_bridges: %r has no connectors to forward to' % bridge['name'])
+        for name in bridge.get('connectors') or []:
+            if name not in connector_names:
+                errors.append('broker_bridges: %r forwards to the connector %r, which broker_connectors does not '
+                              'define' % (bridge['name'], name))
+    return errors

@@ -1,0 +1,134 @@
+"""The broker's own routing from the inventory (broker_queues, broker_diverts, broker_connectors, broker_bridges): a
+divert and a core bridge carry an address's messages to a plain Artemis broker outside the estate, which the test
+starts itself with nothing but Artemis's defaults and a user; a queue added and a divert removed in the inventory are
+reloaded without a restart."""
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import uuid
+
+import pytest
+
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
+from support.estate import REPO_ROOT, TESTBED_INVENTORY, run_playbook
+
+CONTROLLER = "10.201.0.1"  # the test bed's controller address, reachable from every node
+
+
+def _artemis():
+    return os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind((CONTROLLER, 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def outside_broker(tmp_path):
+    """A plain Artemis broker on the controller: `artemis create` with a user and its defaults, core only."""
+    instance, port = tmp_path / "outside", _free_port()
+    user, password = "outside", secrets.token_urlsafe(16)
+    subprocess.run([_artemis(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
+                    "--default-port", str(port), "--user", user, "--password", password, "--require-login",
+                    "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+                    "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
+    log = open(tmp_path / "outside.log", "w")
+    process = subprocess.Popen([str(instance / "bin" / "artemis"), "run"], stdout=log, stderr=subprocess.STDOUT)
+
+    def accepting():
+        with socket.socket() as client:
+            return client.connect_ex((CONTROLLER, port)) == 0 or None
+
+    amqp.wait_for(accepting, timeout=60, description="the outside broker's acceptor")
+    yield {"host": CONTROLLER, "port": port, "user": user, "password": password,
+           "url": f"tcp://{CONTROLLER}:{port}"}
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+def _message_count(url, user, password, queue):
+    """MESSAGE_COUNT of a queue as `artemis queue stat` reports it (0 when the queue does not exist)."""
+    stat = subprocess.run([_artemis(), "queue", "stat", "--url", url, "--user", user, "--password", password,
+                           "--queueName", queue], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+                          check=True)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in stat.stdout.splitlines() if line.strip().startswith("|")]
+    # The header takes two rows: |MESSAGE| over | COUNT |.
+    header = [" ".join(part for part in column if part) for column in zip(rows[0], rows[1])]
+    counts = [int(row[header.index("MESSAGE COUNT")]) for row in rows[2:] if row[header.index("NAME")] == queue]
+    return counts[0] if counts else 0
+
+
+def _site_with(inventory, dc1_vars):
+    (inventory / "host_vars").mkdir(exist_ok=True)
+    (inventory / "host_vars" / "dc1-node1.yml").write_text(json.dumps(dc1_vars))
+    result = run_playbook("site.yml", inventory=str(inventory))
+    assert result.rc == 0, result.output[-6000:]
+    return result
+
+
+def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(converged_back, outside_broker,
+                                                                               tmp_path):
+    estate = converged_back
+    dc1 = estate.dc("dc1")
+    address = f"outside.{uuid.uuid4().hex[:8]}"
+    outbound, added = f"{address}.out", f"{address}.added"
+    routing = {
+        "broker_queues": [{"name": address}, {"name": outbound}],
+        "broker_diverts": [{"name": "copy-to-outside", "address": address, "forwarding_address": outbound}],
+        "broker_connectors": [{"name": "outside", "host": outside_broker["host"], "port": outside_broker["port"],
+                               "tls": False}],
+        "broker_bridges": [{"name": "to-outside", "queue": outbound, "forwarding_address": address,
+                            "routing_type": "anycast", "connectors": ["outside"],
+                            "user": outside_broker["user"], "password": outside_broker["password"]}],
+    }
+    inventory = tmp_path / "inventory"
+    shutil.copytree(TESTBED_INVENTORY, inventory)
+    # A core bridge forwards only to an address that has a queue: the outside broker's application creates it.
+    subprocess.run([_artemis(), "queue", "create", "--url", outside_broker["url"], "--user", outside_broker["user"],
+                    "--password", outside_broker["password"], "--name", address, "--address", address, "--anycast",
+                    "--durable", "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
+                   timeout=120, cwd=REPO_ROOT)
+
+    # Connectors are read at start: dc1's broker restarts, once.
+    pid = estate.broker_pids(dc1)
+    _site_with(inventory, routing)
+    assert estate.broker_pids(dc1) != pid
+    assert "copy-to-outside" in dc1.management().read(broker_mbean(dc1.name), "DivertNames")
+    configured = estate.exec(dc1.name, "cat", "/var/opt/artemis/dc1-node1/etc/broker.xml")
+    assert outside_broker["password"] not in configured, "the bridge's password is in broker.xml in clear"
+
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 20)
+    outside = (outside_broker["url"], outside_broker["user"], outside_broker["password"])
+    amqp.wait_for(lambda: _message_count(*outside, address), lambda count: count == 20, timeout=60,
+                  description=f"20 messages of {address} at the outside broker")
+    # The divert copied, so dc1 keeps its own 20; the bridge's queue is empty once the outside broker has them.
+    assert dc1.message_count(address) == 20
+    amqp.wait_for(lambda: dc1.message_count(outbound), lambda count: count == 0, timeout=30,
+                  description=f"{outbound} drained by the bridge")
+
+    # Without the divert and with one more queue: reloaded in place, the broker running on; the queue is there and
+    # the removed divert does not come back from the journal.
+    pid = estate.broker_pids(dc1)
+    _site_with(inventory, dict(routing, broker_diverts=[], broker_queues=routing["broker_queues"] + [{"name": added}]))
+    assert estate.broker_pids(dc1) == pid
+    amqp.wait_for(dc1.queue_names, lambda names: added in names, timeout=60, description=f"{added} declared")
+    amqp.wait_for(lambda: dc1.management().read(broker_mbean(dc1.name), "DivertNames"),
+                  lambda names: "copy-to-outside" not in names, timeout=30, description="the divert removed")
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 5)
+    amqp.wait_for(lambda: dc1.message_count(address), lambda count: count == 25, timeout=30,
+                  description=f"25 messages on {address} at dc1")
+    assert dc1.message_count(outbound) == 0
+    assert _message_count(*outside, address) == 20

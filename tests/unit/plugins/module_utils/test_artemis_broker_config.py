@@ -1,0 +1,90 @@
+"""The broker's own routing (broker_queues, broker_diverts, broker_connectors, broker_bridges): what broker.xml makes of
+it, and the rules between entries that argument specs cannot check."""
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config as config
+
+ROLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "broker")
+BUILTIN = [{"name": "DLQ"}, {"name": "ExpiryQueue"}]
+CONNECTORS = ({"name": "dc2-primary", "host": "10.0.2.1"}, {"name": "dc2-backup", "host": "10.0.2.2"})
+QUEUES = ({"name": "outbound.dc2", "filter": "origin IS NULL"},)
+DIVERTS = ({"name": "orders-to-dc2", "address": "orders", "forwarding_address": "outbound.dc2"},)
+BRIDGES = ({"name": "to-dc2", "queue": "outbound.dc2", "connectors": ["dc2-primary", "dc2-backup"], "user": "repl",
+            "password": "secret"},)
+
+
+def _errors(addresses=(), queues=QUEUES, connectors=CONNECTORS, diverts=DIVERTS, bridges=BRIDGES, has_ca=True):
+    return config.config_errors(BUILTIN, list(addresses), list(queues), list(connectors), list(diverts),
+                                list(bridges), has_ca)
+
+
+def test_a_consistent_configuration_has_no_errors():
+    assert _errors() == []
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"bridges": [dict(BRIDGES[0], connectors=["dc3"])]}, ["broker_bridges", "'to-dc2'", "'dc3'", "broker_connectors"]),
+    ({"bridges": [dict(BRIDGES[0], queue="nowhere")]}, ["broker_bridges", "'nowhere'", "declares"]),
+    ({"bridges": [dict(BRIDGES[0], connectors=[])]}, ["broker_bridges", "'to-dc2'", "no connectors"]),
+    ({"diverts": [dict(DIVERTS[0], address="")]}, ["broker_diverts", "'orders-to-dc2'", "no address"]),
+    ({"diverts": [dict(DIVERTS[0], forwarding_address="orders")]}, ["broker_diverts", "to itself"]),
+    ({"diverts": [dict(DIVERTS[0], name="outbound.dc2")]}, ["broker_diverts", "'outbound.dc2'", "queue"]),
+    ({"diverts": [dict(DIVERTS[0], name="to-dc2")]}, ["broker_diverts/broker_bridges", "'to-dc2'"]),
+    ({"diverts": [dict(DIVERTS[0], name="9lives")]}, ["broker_diverts", "'9lives'", "not a valid name"]),
+    ({"connectors": CONNECTORS + ({"name": "dc2-primary", "host": "x"},)}, ["broker_connectors", "'dc2-primary'"]),
+    ({"connectors": CONNECTORS + ({"name": "peer-1", "host": "x"},)}, ["broker_connectors", "'peer-1'", "HA pair"]),
+    ({"has_ca": False}, ["broker_connectors", "'dc2-primary'", "ca.pem"]),
+    ({"addresses": [{"name": "outbound.dc2"}]}, ["broker_queues", "'outbound.dc2'", "twice"]),
+])
+def test_each_inconsistency_is_named_with_its_variable_and_entry(change, words):
+    errors = _errors(**change)
+    assert errors, change
+    assert any(all(word in error for word in words) for error in errors), errors
+
+
+def test_a_connector_without_tls_or_with_its_own_ca_needs_no_estate_ca():
+    connectors = [{"name": "outside", "host": "127.0.0.1", "tls": False},
+                  {"name": "other-ca", "host": "10.9.0.1", "trust_store_path": "/etc/pki/other.pem"}]
+    bridges = [dict(BRIDGES[0], connectors=["outside", "other-ca"])]
+    assert _errors(connectors=connectors, bridges=bridges, has_ca=False) == []
+
+
+def test_queues_merge_into_their_addresses_once_per_routing_type():
+    addresses = [{"name": "orders"}, {"name": "events", "routing_type": "multicast", "queues": ["audit"]}]
+    queues = [{"name": "orders.copy", "address": "orders", "routing_type": "multicast", "exclusive": True},
+              {"name": "outbound.dc2", "filter": "origin IS NULL"}]
+    elements = config.address_elements(BUILTIN, addresses, queues)
+    assert [element["name"] for element in elements] == ["DLQ", "ExpiryQueue", "orders", "events", "outbound.dc2"]
+    orders = elements[2]
+    assert [queue["name"] for queue in orders["anycast"]] == ["orders"]
+    assert orders["multicast"][0]["name"] == "orders.copy" and orders["multicast"][0]["exclusive"] is True
+    assert orders["multicast"][0]["filter"] is None  # every option present, unset ones None
+    assert elements[3]["anycast"] == [] and [queue["name"] for queue in elements[3]["multicast"]] == ["audit"]
+    assert elements[4]["anycast"][0]["filter"] == "origin IS NULL"
+
+
+def test_a_connector_url_verifies_the_remote_broker_unless_told_otherwise():
+    assert config.connector_url({"name": "a", "host": "dr1"}, "/i/etc/tls") == (
+        "tcp://dr1:61616?sslEnabled=true;trustStorePath=/i/etc/tls/ca.pem;trustStoreType=PEMCA;verifyHost=true")
+    assert config.connector_url({"name": "a", "host": "dr1", "port": 61617, "tls": False,
+                                 "parameters": {"callTimeout": 5000, "useEpoll": False}}, "/i/etc/tls") == (
+        "tcp://dr1:61617?callTimeout=5000;useEpoll=false")
+
+
+def test_unset_options_take_the_defaults_the_argument_specs_document():
+    with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    for variable, defaults in [("broker_connectors", config.CONNECTOR_DEFAULTS),
+                               ("broker_queues", config.QUEUE_DEFAULTS),
+                               ("broker_diverts", config.DIVERT_DEFAULTS),
+                               ("broker_bridges", config.BRIDGE_DEFAULTS)]:
+        suboptions = options[variable]["options"]
+        documented = dict((name, spec.get("default")) for name, spec in suboptions.items() if not spec.get("required"))
+        assert documented == defaults, variable
+    bridge = config.bridges([{"name": "b", "queue": "q", "connectors": ["c"], "user": "u", "password": "p",
+                              "retry_interval": None, "concurrency": 4}])[0]
+    assert bridge["retry_interval"] == 2000 and bridge["concurrency"] == 4
