@@ -25,7 +25,9 @@ def layout_estate(request, tmp_path):
     """A fresh two-node-per-datacentre test bed converged with the layout (+zookeeper: pairs lock in ZooKeeper)."""
     layout, lock_manager = (request.param.split("+") + [""])[:2]
     Estate.testbed("down")
-    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", "--metrics", *(["--zookeeper"] if lock_manager else []))
+    # Metrics on the two layouts without ZooKeeper (the plugin costs every fresh node a compile): the backups of both
+    # HA policies serve them.
+    Estate.testbed("up", "--dcs", "2", "--nodes-per-dc", "2", *(["--zookeeper"] if lock_manager else ["--metrics"]))
     inventory = layout_inventory(tmp_path, layout)
     started = time.monotonic()
     first = run_playbook("site.yml", inventory=inventory)
@@ -42,6 +44,9 @@ def _node(estate, name):
 
 
 def _active(node):
+    """1 when the broker is live: as its metrics say when the bed serves them, else as its management API says."""
+    if not node.metrics_url:
+        return int(node.management().status()["live"])
     samples = amqp.wait_for(lambda: prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user,
                                                       node.monitor_password),
                             timeout=30, description=f"the metrics of {node.name}")
@@ -73,7 +78,7 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     assert not [secret for secret in generated_secrets() if secret in second.output]
 
     primary, backup = _node(estate, "dc1-node1"), _node(estate, "dc1-node2")
-    # Every broker serves its metrics, the backups too: one live broker per pair.
+    # Every broker serves its metrics, the backups too (ZooKeeper layout: its management API): one live broker per pair.
     assert sorted(node.name for node in estate.nodes if _active(node) == 1) == ["dc1-node1", "dc2-node1"]
     if layout.endswith("+zookeeper"):
         broker_xml = estate.exec(primary.name, "cat", f"/var/opt/artemis/{primary.name}/etc/broker.xml")
@@ -105,7 +110,7 @@ def test_layout_reconverges_and_survives_the_loss_of_the_active_primary(layout_e
     time.sleep(5)
     producer.stop()
     reconnected = reconnections()
-    assert _active(backup) == 1, "dc1's backup is live but its metrics do not say so"
+    assert _active(backup) == 1, "dc1's backup is live but its metrics (or management API) do not say so"
     estate.record_timing(f"{layout}.producer_reconnected_after_kill_s", reconnected[0] - killed)
     accepted = set(producer.accepted_ids())
     uncertain = set(producer.uncertain_ids())
