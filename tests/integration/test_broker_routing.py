@@ -15,9 +15,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
-from support.estate import REPO_ROOT, TESTBED_INVENTORY, run_playbook
-
-CONTROLLER = "10.201.0.1"  # the test bed's controller address, reachable from every node
+from support.estate import CONTROLLER, REPO_ROOT, TESTBED_INVENTORY, run_playbook
 
 
 def _artemis():

@@ -11,9 +11,8 @@ import threading
 import pytest
 import yaml
 
-from support.estate import REPO_ROOT, run_playbook
+from support.estate import CONTROLLER, REPO_ROOT, run_playbook
 
-CONTROLLER = "10.201.0.1"  # the test bed's controller address, reachable from every node
 ARCHIVE_DIR = os.path.join(REPO_ROOT, ".cache", "artemis")
 VERSION = "2.56.0"
 

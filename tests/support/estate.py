@@ -19,6 +19,7 @@ TESTBED = os.path.join(REPO_ROOT, "tests", "testbed", "testbed")
 TESTBED_INVENTORY = os.path.join(REPO_ROOT, "inventories", "testbed")
 TIMINGS_FILE = os.path.join(REPO_ROOT, "tests", "output", "timings.json")
 TESTBED_STATE_DIR = os.environ.get("TESTBED_STATE_DIR") or "/var/lib/continuity-testbed"
+CONTROLLER = "10.201.0.1"  # the test bed's controller address, reachable from every node
 
 
 @dataclasses.dataclass
