@@ -1,7 +1,8 @@
 """The broker's own routing from the inventory (broker_queues, broker_diverts, broker_connectors, broker_bridges): a
 divert and a core bridge carry an address's messages to a plain Artemis broker outside the estate, which the test
-starts itself with nothing but Artemis's defaults and a user; a queue added and a divert removed in the inventory are
-reloaded without a restart."""
+starts itself with nothing but Artemis's defaults and a user, where dc1's connector `outside` (the test bed
+inventory's group_vars/dc1.yml) points; queues, diverts and bridges added and removed in the inventory are reloaded,
+the broker running on."""
 
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import uuid
 
 import pytest
+import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
@@ -22,16 +24,19 @@ def _artemis():
     return os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
 
 
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind((CONTROLLER, 0))
-        return probe.getsockname()[1]
+def _outside_connector():
+    with open(os.path.join(TESTBED_INVENTORY, "group_vars", "dc1.yml")) as handle:
+        connectors = yaml.safe_load(handle)["broker_connectors"]
+    return next(connector for connector in connectors if connector["name"] == "outside")
 
 
 @pytest.fixture
 def outside_broker(tmp_path):
-    """A plain Artemis broker on the controller: `artemis create` with a user and its defaults, core only."""
-    instance, port = tmp_path / "outside", _free_port()
+    """A plain Artemis broker where dc1's connector `outside` points: `artemis create` with a user and its defaults,
+    core only."""
+    connector = _outside_connector()
+    assert connector["host"] == CONTROLLER, "the connector `outside` must point at the test bed's controller"
+    instance, port = tmp_path / "outside", connector["port"]
     user, password = "outside", secrets.token_urlsafe(16)
     subprocess.run([_artemis(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
                     "--default-port", str(port), "--user", user, "--password", password, "--require-login",
@@ -86,8 +91,6 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     routing = {
         "broker_queues": [{"name": address}, {"name": outbound}],
         "broker_diverts": [{"name": "copy-to-outside", "address": address, "forwarding_address": outbound}],
-        "broker_connectors": [{"name": "outside", "host": outside_broker["host"], "port": outside_broker["port"],
-                               "tls": False}],
         "broker_bridges": [{"name": "to-outside", "queue": outbound, "forwarding_address": address,
                             "routing_type": "anycast", "connectors": ["outside"],
                             "user": outside_broker["user"], "password": outside_broker["password"]}],
@@ -100,10 +103,10 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
                     "--durable", "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
                    timeout=120, cwd=REPO_ROOT)
 
-    # Connectors are read at start: dc1's broker restarts, once.
+    # The connector was there from the start: queues, divert and bridge are reloaded, the broker running on.
     pid = estate.broker_pids(dc1)
     _site_with(inventory, routing)
-    assert estate.broker_pids(dc1) != pid
+    assert estate.broker_pids(dc1) == pid
     assert "copy-to-outside" in dc1.management().read(broker_mbean(dc1.name), "DivertNames")
     configured = estate.exec(dc1.name, "cat", "/var/opt/artemis/dc1-node1/etc/broker.xml")
     assert outside_broker["password"] not in configured, "the bridge's password is in broker.xml in clear"
@@ -117,9 +120,8 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     amqp.wait_for(lambda: dc1.message_count(outbound), lambda count: count == 0, timeout=30,
                   description=f"{outbound} drained by the bridge")
 
-    # Without the divert and with one more queue: reloaded in place, the broker running on; the queue is there and
-    # the removed divert does not come back from the journal.
-    pid = estate.broker_pids(dc1)
+    # Without the divert and with one more queue: the queue is there and the removed divert does not come back from
+    # the journal.
     _site_with(inventory, dict(routing, broker_diverts=[], broker_queues=routing["broker_queues"] + [{"name": added}]))
     assert estate.broker_pids(dc1) == pid
     amqp.wait_for(dc1.queue_names, lambda names: added in names, timeout=60, description=f"{added} declared")
