@@ -55,6 +55,10 @@ def _missing_admin_password(hosts, all_vars):
     del all_vars["broker_admin_password"]
 
 
+def _idle_timeout_too_short(hosts, all_vars):
+    all_vars["replication_idle_timeout"] = 50
+
+
 def _empty_replication_password_without_tls(hosts, all_vars):
     all_vars["replication_tls"] = False
     all_vars["replication_password"] = ""
@@ -198,6 +202,7 @@ CASES = {
     "active datacentre not listed": (_active_dc_unknown, ["replication_active_datacentre", "dc7"]),
     "missing admin password": (_missing_admin_password, ["broker_admin_password"]),
     "empty replication password without TLS": (_empty_replication_password_without_tls, ["replication_password"]),
+    "mirror idle timeout too short": (_idle_timeout_too_short, ["replication_idle_timeout", "50"]),
     "no PKI named": (_no_pki, ["replication_tls_pki_dir", "replication_tls_ca_cert"]),
     "PKI inside the collection": (_pki_inside_the_collection, ["replication_tls_pki_dir", "inside the collection"]),
     "Artemis downgrade": (_downgrade, ["broker_version 2.44.0", "Artemis 2.56.0", "downgrade"]),

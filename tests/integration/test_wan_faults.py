@@ -22,6 +22,10 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     time.sleep(2)
     estate.testbed("partition", "dc1", "dc2")
     time.sleep(PARTITION_SECONDS)
+    # The black hole leaves the mirror's connection hanging, not closed: dc1 drops it after replication_idle_timeout
+    # (10 s) and retries, instead of after Artemis's default 60 s.
+    amqp.wait_for(lambda: dc1.link("dc2_all")["connected"], lambda connected: not connected, timeout=20,
+                  description="dc1 dropping its hung mirror connection to dc2")
     backlog = dc1.link("dc2_all")["backlog"]
     assert backlog > 0, "while partitioned, dc1 must hold the events in its store-and-forward queue"
     estate.testbed("heal")
