@@ -126,7 +126,7 @@ sanity: setup
 unit: setup
 	pytest tests/unit
 
-# The whole suite on two datacentres of plain-process nodes; the HA layouts on two nodes per datacentre; then the
+# The whole suite on two datacentres of plain-process nodes; the HA layouts on three datacentres of two nodes; then the
 # site tests on three datacentres of nodes booting systemd (the role's systemd path, one active and two passive),
 # the measurement installed offline on one of them, run by its systemd timer, and the brokers' metrics (only the
 # layout beds and this one turn them on: the plugin is compiled on every fresh node and checked on every run).

@@ -65,22 +65,25 @@ class PlaybookResult:
 SHARED_STORE_DATA = "/mnt/artemis-data"  # the test bed mounts one directory per datacentre at /mnt
 
 
-def layout_inventory(directory, layout: str, extra: dict | None = None) -> str:
-    """A copy of the test bed's inventory in ``directory`` with ``layout`` for every datacentre (shared_store: the
-    journal on the directory the test bed shares per datacentre) and ``extra`` variables for every host."""
-    target = os.path.join(str(directory), f"inventory-{layout}")
+def layout_inventory(directory, layout, extra: dict | None = None, per_datacentre: dict | None = None) -> str:
+    """A copy of the test bed's inventory in ``directory`` with ``layout`` (one for every datacentre, or
+    {datacentre: layout}; shared_store: the journal on the directory the test bed shares per datacentre), ``extra``
+    variables for every host and ``per_datacentre`` ({datacentre: variables}) for some."""
+    target = os.path.join(str(directory), f"inventory-{layout if isinstance(layout, str) else 'mixed'}")
     shutil.copytree(TESTBED_INVENTORY, target)
-    set_layout_vars(target, layout, extra)
+    set_layout_vars(target, layout, extra, per_datacentre)
     return target
 
 
-def set_layout_vars(inventory: str, layout: str, extra: dict | None = None) -> None:
-    """(Re)write the datacentres' group_vars of a layout inventory. They are where ``extra`` goes: a datacentre's
-    group outranks every file of group_vars/all, where a same-named test bed setting would win by file order."""
-    dc_vars = {"replication_layout": layout, **(extra or {})}
-    if layout == "shared_store":
-        dc_vars["broker_data_dir"] = SHARED_STORE_DATA
-    for dc in ("dc1", "dc2"):  # the datacentres of the layout beds
+def set_layout_vars(inventory: str, layout, extra: dict | None = None, per_datacentre: dict | None = None) -> None:
+    """(Re)write the datacentres' group_vars of a layout inventory (``layout``: one for dc1 and dc2, the datacentres
+    of the layout beds, or {datacentre: layout}). They are where ``extra`` goes: a datacentre's group outranks every
+    file of group_vars/all, where a same-named test bed setting would win by file order."""
+    layouts = layout if isinstance(layout, dict) else {"dc1": layout, "dc2": layout}
+    for dc, dc_layout in layouts.items():
+        dc_vars = {"replication_layout": dc_layout, **(extra or {}), **(per_datacentre or {}).get(dc, {})}
+        if dc_layout == "shared_store":
+            dc_vars["broker_data_dir"] = SHARED_STORE_DATA
         with open(os.path.join(inventory, "group_vars", f"{dc}.yml"), "w") as handle:
             yaml.safe_dump(dc_vars, handle)
 
