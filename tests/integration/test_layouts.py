@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import group_of_address
 from support import prometheus
 from support.estate import Estate, generated_secrets, layout_inventory, run_module, run_playbook
 
@@ -46,7 +47,7 @@ def layout_estate(tmp_path):
     assert first.rc == 0, first.output[-6000:]
     estate = Estate.from_testbed()
     estate.record_timing("layouts.site_converge_s", time.monotonic() - started)
-    yield estate, inventory
+    yield estate, inventory, estate_vars["replication_address_groups"]
     if os.environ.get("KEEP_TESTBED") != "1":
         Estate.testbed("down")
 
@@ -78,7 +79,7 @@ def _why_missing(queue, producer, accepted, backup, target, connection):
 
 
 def test_layouts_reconverge_and_each_survives_the_loss_of_its_primary(layout_estate):
-    estate, inventory = layout_estate
+    estate, inventory, groups = layout_estate
     second = run_playbook("site.yml", inventory=inventory)
     assert second.rc == 0, second.output[-6000:]
     assert all(counters["changed"] == 0 for counters in second.recap().values()), second.recap()
@@ -91,17 +92,18 @@ def test_layouts_reconverge_and_each_survives_the_loss_of_its_primary(layout_est
         assert ("lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml) == zookeeper, dc
     live = {dc: _node(estate, f"{dc}-node1") for dc in LAYOUTS}
     for dc, (layout, zookeeper, prefix) in LAYOUTS.items():
-        _kill_the_primary_under_load(estate, live, dc, layout + ("+zookeeper" if zookeeper else ""), prefix)
+        _kill_the_primary_under_load(estate, live, dc, layout + ("+zookeeper" if zookeeper else ""), prefix, groups)
         live[dc] = _node(estate, f"{dc}-node2")
 
 
-def _kill_the_primary_under_load(estate, live, dc, layout, prefix):
+def _kill_the_primary_under_load(estate, live, dc, layout, prefix, groups):
     """SIGKILL of ``dc``'s primary while a producer sends to a queue of the group ``dc`` owns (addresses under
     ``prefix``): every other datacentre's live broker ends up with every accepted message, once."""
     primary, backup = _node(estate, f"{dc}-node1"), _node(estate, f"{dc}-node2")
-    group = {"": "all", "east.": "east", "west.": "west"}[prefix]
     targets = {other: node for other, node in live.items() if other != dc}
     queue = f"{prefix}layout.{uuid.uuid4().hex[:12]}"
+    group = group_of_address(groups, queue, "dc1")["name"]
+    assert group_of_address(groups, queue, "dc1")["owner"] == dc, f"{queue} is not in a group {dc} owns"
     # A queue created at runtime: in an HA pair its first message can reach a target before the queue does (an
     # Artemis defect, docs/upstream/mirror-create-queue-race.md). The target keeps it, and artemis_reconcile puts it
     # in its queue.
