@@ -19,6 +19,8 @@ def estate(address_groups, datacentres, active_datacentre):
             'staging': dict((datacentre, artemis_estate.staging(address_groups, datacentre, active_datacentre))
                             for datacentre in datacentres),
             'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
+            'bridge_links': artemis_estate.bridge_links(address_groups, datacentres, active_datacentre),
+            'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
         }
     except artemis_estate.EstateError as exc:

@@ -21,9 +21,10 @@ DIVERT_DEFAULTS = {'filter': None, 'exclusive': False, 'routing_type': 'strip', 
                    'transformer': None}
 # A bridge over a WAN backs off to 30 s between attempts and never gives up; duplicate detection with a confirmation
 # window lets it resend what was unconfirmed when a connection broke without delivering anything twice.
-BRIDGE_DEFAULTS = {'forwarding_address': None, 'filter': None, 'transformer': None, 'ha': False,
+BRIDGE_DEFAULTS = {'password': None, 'forwarding_address': None, 'filter': None, 'transformer': None, 'ha': False,
                    'retry_interval': 2000, 'retry_interval_multiplier': 2.0, 'max_retry_interval': 30000,
-                   'reconnect_attempts': -1, 'use_duplicate_detection': True, 'confirmation_window_size': 1048576,
+                   'reconnect_attempts': -1, 'check_period': 30000, 'connection_ttl': 60000,
+                   'use_duplicate_detection': True, 'confirmation_window_size': 1048576,
                    'routing_type': 'pass', 'concurrency': 1}
 
 # Connector names the broker role gives the HA pair's own connectors (fragments/ha.xml.j2).

@@ -4,9 +4,12 @@
 """The estate model: what each address group means for every datacentre, in one place.
 
 A group belongs to its ``owner`` (else the active datacentre) and is ``full_state`` unless it says
-``messages_only``. A full_state group is staged wherever it is not owned. The owner mirrors a group to every other
-datacentre and each of those mirrors it back (no link between two non-owners: Artemis would relay the owner's
-events from one to the other). The replication role and the playbooks read this through the
+``messages_only``. A full_state group is staged wherever it is not owned. A group's ``engine`` carries it across:
+``mirror`` (the default): the owner mirrors the group to every other datacentre and each of those mirrors it back (no
+link between two non-owners: Artemis would relay the owner's events from one to the other). ``bridge``: every
+datacentre copies the messages that originated there into outbound queues, one per remote datacentre and routing
+type, and a core bridge forwards each to that datacentre, stamping the copy with its origin so that it is never
+forwarded again. The replication role and the playbooks read this through the
 ``continuity.artemis.estate_*`` filters; the modules and the measurement import it.
 """
 
@@ -15,10 +18,18 @@ from __future__ import annotations
 FULL_STATE = 'full_state'
 MESSAGES_ONLY = 'messages_only'
 MODES = (FULL_STATE, MESSAGES_ONLY)
+MIRROR = 'mirror'
+BRIDGE = 'bridge'
+ENGINES = (MIRROR, BRIDGE)
+ROUTING_TYPES = ('anycast', 'multicast')
 
 # Artemis names a mirror's store-and-forward queue after the connection.
 MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
 PROBE_ADDRESS = 'continuity.probe'
+# The bridge engine's outbound queues (and their bridges, named alike); ORIGIN_PROPERTY is stamped on every copy a
+# bridge forwards, with the datacentre it came from.
+OUTBOUND_QUEUE_PREFIX = 'continuity.out.'
+ORIGIN_PROPERTY = 'continuity_origin'
 
 
 class EstateError(ValueError):
@@ -34,9 +45,30 @@ def normalise_groups(groups, active_datacentre):
         mode = group.get('mode') or FULL_STATE
         if mode not in MODES:
             raise EstateError('address group %s: mode %r is not one of %s' % (group['name'], mode, ', '.join(MODES)))
-        normalised.append({'name': group['name'], 'addresses': list(group.get('addresses') or []), 'mode': mode,
+        engine = group.get('engine') or MIRROR
+        if engine not in ENGINES:
+            raise EstateError('address group %s: engine %r is not one of %s'
+                              % (group['name'], engine, ', '.join(ENGINES)))
+        addresses = list(group.get('addresses') or [])
+        if engine == BRIDGE:
+            _check_bridge_group(group['name'], addresses, mode)
+        normalised.append({'name': group['name'], 'addresses': addresses, 'mode': mode, 'engine': engine,
                            'owner': group.get('owner') or active_datacentre})
     return normalised
+
+
+def _check_bridge_group(name, addresses, mode):
+    if not addresses:
+        raise EstateError('address group %s: engine bridge needs the group\'s address prefixes (a catch-all group '
+                          'without addresses is mirrored)' % name)
+    for prefix in addresses:
+        if not prefix.endswith('.') or '#' in prefix or '*' in prefix:
+            raise EstateError('address group %s: engine bridge copies addresses by the wildcard <prefix>#, so each '
+                              'prefix must end with "." and hold no wildcard (got %r)' % (name, prefix))
+    if mode != MESSAGES_ONLY:
+        raise EstateError('address group %s: engine bridge takes mode messages_only for now (a full_state group '
+                          'needs the swapover\'s reconciliation of what the source consumed, not built yet); use '
+                          'engine mirror for full_state' % name)
 
 
 def owned_groups(groups, datacentres, active_datacentre):
@@ -100,7 +132,7 @@ def mirror_connections(groups, datacentres, active_datacentre):
             if target == source:
                 continue
             for group in normalised:
-                if group['owner'] not in (source, target):
+                if group['engine'] != MIRROR or group['owner'] not in (source, target):
                     continue
                 connections.append({'name': '%s_%s' % (target, group['name']), 'source': source, 'target': target,
                                     'group': group['name'], 'mode': group['mode'],
@@ -109,10 +141,34 @@ def mirror_connections(groups, datacentres, active_datacentre):
     return connections
 
 
+def bridge_links(groups, datacentres, active_datacentre):
+    """Every bridge of the estate, one per (source datacentre, remote datacentre, bridge group, prefix, routing type):
+    ``name`` (of the bridge and of its outbound queue), ``source``, ``target``, ``group``, ``address`` (the
+    wildcard the outbound queue copies) and ``routing_type``. Each live broker of ``source`` runs it towards the
+    brokers of ``target``; only messages without ORIGIN_PROPERTY (produced at ``source``) enter its queue."""
+    links = []
+    for source in datacentres:
+        for target in datacentres:
+            if target == source:
+                continue
+            for group in normalise_groups(groups, active_datacentre):
+                if group['engine'] != BRIDGE:
+                    continue
+                for index, prefix in enumerate(group['addresses']):
+                    for routing_type in ROUTING_TYPES:
+                        links.append({'name': '%s%s.%s.%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target, index,
+                                                                 routing_type),
+                                      'source': source, 'target': target, 'group': group['name'],
+                                      'address': prefix + '#', 'routing_type': routing_type})
+    return links
+
+
 def link_targets(groups, datacentres, active_datacentre):
-    """{(source datacentre, connection name): target datacentre}, for reading the brokers' connection lists."""
-    return dict(((connection['source'], connection['name']), connection['target'])
-                for connection in mirror_connections(groups, datacentres, active_datacentre))
+    """{(source datacentre, link name): target datacentre} of every mirror connection and bridge, for reading the
+    brokers' lists of them."""
+    links = mirror_connections(groups, datacentres, active_datacentre) + bridge_links(groups, datacentres,
+                                                                                      active_datacentre)
+    return dict(((link['source'], link['name']), link['target']) for link in links)
 
 
 def probe_routes(groups, datacentres, active_datacentre):

@@ -200,6 +200,16 @@ class ArtemisManagement(object):
         """Every AMQP broker connection: name, uri, started, connected."""
         return json.loads(self.execute(broker_mbean(self.name), 'listBrokerConnections'))
 
+    def bridges(self):
+        """Every core bridge: name, queue, connected, pending (forwarded, not yet confirmed by the remote broker)."""
+        found = []
+        for name in sorted(self.read(broker_mbean(self.name), 'BridgeNames') or []):
+            values = self.read('%s,component=bridges,name=%s' % (broker_mbean(self.name), quote(name)),
+                               ['QueueName', 'Connected', 'MessagesPendingAcknowledgement'])
+            found.append({'name': name, 'queue': values['QueueName'], 'connected': bool(values['Connected']),
+                          'pending': int(values['MessagesPendingAcknowledgement'] or 0)})
+        return found
+
     def _list(self, operation):
         """All rows of one of the broker's paged list operations (listQueues, listConnections, ...)."""
         found, page = [], 1

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY)
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerNotReady, BrokerUnreachable)
 
@@ -30,11 +31,12 @@ def _flag(value):
 
 
 def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
-    """Queues clients use: not internal (mirror store-and-forward, management, what a passive site keeps) nor
-    temporary, and selected by the prefixes (every queue when ``include_prefixes`` is empty)."""
+    """Queues clients use: not internal (mirror store-and-forward, the bridge engine's outbound queues, management,
+    what a passive site keeps) nor temporary, and selected by the prefixes (every queue when ``include_prefixes`` is
+    empty)."""
     name = queue['name']
     if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS') \
-            or name == KEPT_ADDRESS:
+            or name.startswith(OUTBOUND_QUEUE_PREFIX) or name == KEPT_ADDRESS:
         return False
     if include_prefixes and not any(name.startswith(prefix) for prefix in include_prefixes):
         return False
@@ -55,10 +57,18 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     for connection in client.broker_connections():
         report['links'].append({
             'name': connection['name'],
+            'engine': 'mirror',
             'started': _flag(connection.get('started')),
             'connected': _flag(connection.get('connected')),
             'backlog': backlog.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
         })
+    outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
+                    if queue['name'].startswith(OUTBOUND_QUEUE_PREFIX))
+    for bridge in client.bridges():
+        if bridge['queue'] in outbound:
+            # The outbound queue counts what the bridge has not forwarded yet and what the remote has not confirmed.
+            report['links'].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
+                                    'connected': bridge['connected'], 'backlog': outbound[bridge['queue']]})
     for queue in queues:
         if is_application_queue(queue, include_prefixes, exclude_prefixes):
             report['queues'].append({
@@ -158,8 +168,10 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
                 checked.append((report, link))
     for report, link in checked:
         if not link.get('connected'):
-            problems.append('mirror %s of %s is not connected' % (link['name'], report['name']))
+            problems.append('%s %s of %s is not connected'
+                            % (link.get('engine', 'mirror'), link['name'], report['name']))
         elif max_backlog is not None and link.get('backlog', 0) > max_backlog:
-            problems.append('mirror %s of %s holds %s events (at most %s wanted)'
-                            % (link['name'], report['name'], link['backlog'], max_backlog))
+            problems.append('%s %s of %s holds %s events (at most %s wanted)'
+                            % (link.get('engine', 'mirror'), link['name'], report['name'], link['backlog'],
+                               max_backlog))
     return problems

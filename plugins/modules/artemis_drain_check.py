@@ -10,7 +10,7 @@ module: artemis_drain_check
 short_description: Wait until a datacentre has replicated everything to the others
 version_added: 0.1.0
 description:
-  - Polls the brokers until the source datacentre's mirror links have an empty store-and-forward backlog and every
+  - Polls the brokers until the source datacentre's mirror links and bridges have an empty backlog and every
     application queue holds the same number of messages in every datacentre (within O(tolerance)).
   - Fails after O(timeout) seconds with the backlog per link and the counts of every queue that differs.
   - Reads only. Run it after the source site's clients are fenced, or the counts keep moving.

@@ -58,6 +58,11 @@ options:
       owner:
         description: The datacentre that owns the group (informational here).
         type: str
+      engine:
+        description: What carries the group across (informational here).
+        type: str
+        choices: [mirror, bridge]
+        default: mirror
   groups:
     description: Names of the groups to activate or fence. Default every C(full_state) group.
     type: list
@@ -171,7 +176,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     as_json, check_address, differs, group_address_settings)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    FULL_STATE, MODES, full_state_groups, prefix_entries)
+    ENGINES, FULL_STATE, MIRROR, MODES, full_state_groups, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -326,6 +331,7 @@ def argument_spec():
             addresses=dict(type='list', elements='str', default=[]),
             mode=dict(type='str', choices=list(MODES), default=FULL_STATE),
             owner=dict(type='str'),
+            engine=dict(type='str', choices=list(ENGINES), default=MIRROR),
         )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),

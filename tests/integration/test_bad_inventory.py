@@ -124,8 +124,20 @@ def _group_name_with_a_slash(hosts, all_vars):
 
 
 def _prefix_in_two_groups(hosts, all_vars):
+    # Two engines for one address: a mirror and a bridge for orders.
     all_vars["replication_address_groups"] = [{"name": "a", "addresses": ["orders."]},
-                                              {"name": "b", "addresses": ["orders."]}, {"name": "rest"}]
+                                              {"name": "b", "addresses": ["orders."], "mode": "messages_only",
+                                               "engine": "bridge"}, {"name": "rest"}]
+
+
+def _bridged_full_state_group(hosts, all_vars):
+    relay = next(group for group in all_vars["replication_address_groups"] if group["name"] == "relay")
+    relay["mode"] = "full_state"
+
+
+def _bridge_engine_without_tls(hosts, all_vars):
+    all_vars["replication_tls"] = False
+    all_vars["replication_password"] = "long-enough-for-a-test"
 
 
 def _two_catch_all_groups(hosts, all_vars):
@@ -219,6 +231,9 @@ CASES = {
     "group name with a slash": (_group_name_with_a_slash, ["replication_address_groups", "orders/eu"]),
     "address prefix in two groups": (_prefix_in_two_groups, ["replication_address_groups", "orders."]),
     "two catch-all groups": (_two_catch_all_groups, ["replication_address_groups", "catch-all"]),
+    "bridge engine on a full_state group": (
+        _bridged_full_state_group, ["address group relay", "engine bridge", "messages_only"]),
+    "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
     "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
     "two active datacentres": (_two_active_datacentres, ["replication_active_datacentre"]),
     "wildcard in an address name": (_wildcard_address_name, ["broker_addresses", "orders.#"]),

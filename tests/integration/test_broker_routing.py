@@ -17,11 +17,7 @@ import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
-from support.estate import CONTROLLER, REPO_ROOT, TESTBED_INVENTORY, run_playbook
-
-
-def _artemis():
-    return os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
+from support.estate import CONTROLLER, REPO_ROOT, TESTBED_INVENTORY, artemis_cli, cli_message_count, run_playbook
 
 
 def _outside_connector():
@@ -38,7 +34,7 @@ def outside_broker(tmp_path):
     assert connector["host"] == CONTROLLER, "the connector `outside` must point at the test bed's controller"
     instance, port = tmp_path / "outside", connector["port"]
     user, password = "outside", secrets.token_urlsafe(16)
-    subprocess.run([_artemis(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
+    subprocess.run([artemis_cli(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
                     "--default-port", str(port), "--user", user, "--password", password, "--require-login",
                     "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
                     "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
@@ -59,19 +55,6 @@ def outside_broker(tmp_path):
         process.kill()
         process.wait()
     log.close()
-
-
-def _message_count(url, user, password, queue):
-    """MESSAGE_COUNT of a queue as `artemis queue stat` reports it (0 when the queue does not exist)."""
-    stat = subprocess.run([_artemis(), "queue", "stat", "--url", url, "--user", user, "--password", password,
-                           "--queueName", queue], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
-                          check=True)
-    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
-            for line in stat.stdout.splitlines() if line.strip().startswith("|")]
-    # The header takes two rows: |MESSAGE| over | COUNT |.
-    header = [" ".join(part for part in column if part) for column in zip(rows[0], rows[1])]
-    counts = [int(row[header.index("MESSAGE COUNT")]) for row in rows[2:] if row[header.index("NAME")] == queue]
-    return counts[0] if counts else 0
 
 
 def _site_with(inventory, dc1_vars):
@@ -98,7 +81,7 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     inventory = tmp_path / "inventory"
     shutil.copytree(TESTBED_INVENTORY, inventory)
     # A core bridge forwards only to an address that has a queue: the outside broker's application creates it.
-    subprocess.run([_artemis(), "queue", "create", "--url", outside_broker["url"], "--user", outside_broker["user"],
+    subprocess.run([artemis_cli(), "queue", "create", "--url", outside_broker["url"], "--user", outside_broker["user"],
                     "--password", outside_broker["password"], "--name", address, "--address", address, "--anycast",
                     "--durable", "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
                    timeout=120, cwd=REPO_ROOT)
@@ -113,7 +96,7 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
 
     amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 20)
     outside = (outside_broker["url"], outside_broker["user"], outside_broker["password"])
-    amqp.wait_for(lambda: _message_count(*outside, address), lambda count: count == 20, timeout=60,
+    amqp.wait_for(lambda: cli_message_count(*outside, address), lambda count: count == 20, timeout=60,
                   description=f"20 messages of {address} at the outside broker")
     # The divert copied, so dc1 keeps its own 20; the bridge's queue is empty once the outside broker has them.
     assert dc1.message_count(address) == 20
@@ -131,4 +114,4 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     amqp.wait_for(lambda: dc1.message_count(address), lambda count: count == 25, timeout=30,
                   description=f"25 messages on {address} at dc1")
     assert dc1.message_count(outbound) == 0
-    assert _message_count(*outside, address) == 20
+    assert cli_message_count(*outside, address) == 20

@@ -22,6 +22,24 @@ TESTBED_STATE_DIR = os.environ.get("TESTBED_STATE_DIR") or "/var/lib/continuity-
 CONTROLLER = "10.201.0.1"  # the test bed's controller address, reachable from every node
 
 
+def artemis_cli() -> str:
+    """The Artemis command-line client of the distribution the tests use."""
+    return os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
+
+
+def cli_message_count(url: str, user: str, password: str, queue: str) -> int:
+    """MESSAGE_COUNT of a queue as `artemis queue stat` reports it (0 when the queue does not exist)."""
+    stat = subprocess.run([artemis_cli(), "queue", "stat", "--url", url, "--user", user, "--password", password,
+                           "--queueName", queue], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+                          check=True)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in stat.stdout.splitlines() if line.strip().startswith("|")]
+    # The header takes two rows: |MESSAGE| over | COUNT |.
+    header = [" ".join(part for part in column if part) for column in zip(rows[0], rows[1])]
+    counts = [int(row[header.index("MESSAGE COUNT")]) for row in rows[2:] if row[header.index("NAME")] == queue]
+    return counts[0] if counts else 0
+
+
 @dataclasses.dataclass
 class PlaybookResult:
     rc: int

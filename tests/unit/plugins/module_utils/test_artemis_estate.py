@@ -12,7 +12,7 @@ TESTBED_GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages
 
 def test_groups_get_their_defaults():
     groups = artemis_estate.normalise_groups([{"name": "all"}], "dc1")
-    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "owner": "dc1"}]
+    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "engine": "mirror", "owner": "dc1"}]
 
 
 def test_an_unknown_mode_or_owner_is_named():
@@ -97,3 +97,40 @@ def test_an_address_belongs_to_the_group_of_its_longest_prefix_else_to_the_catch
     assert artemis_estate.group_of_address(groups, "orders.us", "dc1")["name"] == "orders"
     assert artemis_estate.group_of_address(groups, "drill.continuity", "dc1")["owner"] == "dc1"
     assert artemis_estate.group_of_address(groups[1:], "drill.continuity", "dc1") is None
+
+
+BRIDGED_GROUPS = TESTBED_GROUPS + [{"name": "relay", "addresses": ["relay.", "feed."], "mode": "messages_only",
+                                    "engine": "bridge"}]
+
+
+def test_three_datacentres_bridge_each_prefix_and_routing_type_from_every_datacentre_to_every_other():
+    links = artemis_estate.bridge_links(BRIDGED_GROUPS, ["dc1", "dc2", "dc3"], "dc1")
+    assert len(links) == 3 * 2 * 2 * 2  # sources x remote datacentres x prefixes x routing types
+    from_dc1 = [(link["name"], link["target"], link["address"], link["routing_type"])
+                for link in links if link["source"] == "dc1"]
+    assert from_dc1[:4] == [("continuity.out.relay.dc2.0.anycast", "dc2", "relay.#", "anycast"),
+                            ("continuity.out.relay.dc2.0.multicast", "dc2", "relay.#", "multicast"),
+                            ("continuity.out.relay.dc2.1.anycast", "dc2", "feed.#", "anycast"),
+                            ("continuity.out.relay.dc2.1.multicast", "dc2", "feed.#", "multicast")]
+    assert len(set(link["name"] for link in links if link["source"] == "dc2")) == 8
+
+
+def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
+    connections = artemis_estate.mirror_connections(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
+    assert "relay" not in set(connection["group"] for connection in connections)
+    catch_all = [connection for connection in connections if connection["group"] == "all"][0]
+    assert catch_all["address_filter"] == "!inflow.,!east.,!relay.,!feed."
+    targets = artemis_estate.link_targets(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
+    assert targets[("dc2", "continuity.out.relay.dc1.1.multicast")] == "dc1"
+
+
+@pytest.mark.parametrize("group, message", [
+    ({"name": "relay", "engine": "bridge", "mode": "messages_only"}, "relay: engine bridge needs the group's address"),
+    ({"name": "relay", "addresses": ["relay"], "engine": "bridge", "mode": "messages_only"}, 'must end with "."'),
+    ({"name": "relay", "addresses": ["relay.*."], "engine": "bridge", "mode": "messages_only"}, "no wildcard"),
+    ({"name": "relay", "addresses": ["relay."], "engine": "bridge"}, "relay: engine bridge takes mode messages_only"),
+    ({"name": "relay", "addresses": ["relay."], "engine": "divert"}, "relay: engine 'divert' is not one of"),
+])
+def test_a_group_the_bridge_engine_cannot_carry_is_refused_by_name(group, message):
+    with pytest.raises(artemis_estate.EstateError, match=message):
+        artemis_estate.normalise_groups([group], "dc1")

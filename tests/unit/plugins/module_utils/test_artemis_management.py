@@ -173,9 +173,42 @@ def test_application_queues_leave_out_internal_ones_and_follow_prefixes():
         return dict({"name": name, "internalQueue": "false", "temporary": "false"}, **extra)
     assert not is_application_queue(queue("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", internalQueue="true"))
     assert not is_application_queue(queue("tmp", temporary="true"))
+    assert not is_application_queue(queue("continuity.out.relay.dc2.0.anycast"))
     assert is_application_queue(queue("orders.eu"))
     assert not is_application_queue(queue("audit.eu"), exclude_prefixes=["audit."])
     assert not is_application_queue(queue("orders.eu"), include_prefixes=["billing."])
+
+
+class BridgeJolokia(FakeJolokia):
+    """A broker with two core bridges: one connected with 3 messages unconfirmed, one not connected."""
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(request)
+        if request["attribute"] == "BridgeNames":
+            value = ["to-dc3", "to-dc2"]
+        else:
+            name = request["mbean"].rpartition("name=")[2].strip('"')
+            value = {"QueueName": "out." + name, "Connected": name == "to-dc2",
+                     "MessagesPendingAcknowledgement": 3 if name == "to-dc2" else 0}
+        payload = json.dumps({"status": 200, "value": value}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_bridges_are_read_from_their_own_mbeans():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BridgeJolokia)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bridges = _client(server).bridges()
+    finally:
+        server.shutdown()
+    assert bridges == [{"name": "to-dc2", "queue": "out.to-dc2", "connected": True, "pending": 3},
+                       {"name": "to-dc3", "queue": "out.to-dc3", "connected": False, "pending": 0}]
+    assert server.requests[1]["mbean"] == broker_mbean("b1") + ',component=bridges,name="to-dc2"'
 
 
 def test_compare_sites_counts_live_brokers_per_datacentre():
