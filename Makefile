@@ -127,15 +127,14 @@ unit: setup
 	pytest tests/unit
 
 # The whole suite on two datacentres of plain-process nodes; the HA layouts on three datacentres of two nodes; then the
-# site and bridge engine tests on three datacentres of nodes booting systemd (the role's systemd path, one active and
-# two passive), the measurement installed offline on one of them, run by its systemd timer, and the brokers' metrics
-# (only the layout beds and this one turn them on: the plugin is compiled on every fresh node and checked on every
-# run).
+# site tests on three datacentres of nodes booting systemd (the role's systemd path, one active and two passive),
+# the measurement installed offline on one of them, run by its systemd timer, and the brokers' metrics (only the
+# layout beds and this one turn them on: the plugin is compiled on every fresh node and checked on every run).
 integration: setup
 	pytest tests/integration -m "not layouts and not systemd and not drill"
 	pytest tests/integration -m layouts
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py tests/integration/test_rpo_job_systemd.py \
-	  tests/integration/test_broker_metrics.py tests/integration/test_bridge_engine.py
+	  tests/integration/test_broker_metrics.py
 
 # A Molecule scenario per role on the test bed (delegated driver: a scenario's create and destroy bring it up and
 # down unless it was up already). The broker scenario builds its own; replication and rpo_job (whose prepare is

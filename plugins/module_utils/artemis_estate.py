@@ -146,14 +146,19 @@ def bridge_links(groups, datacentres, active_datacentre):
     ``name`` (of the bridge and of its outbound queue), ``source``, ``target``, ``group``, ``address`` (the
     wildcard the outbound queue copies) and ``routing_type``. Each live broker of ``source`` runs it towards the
     brokers of ``target``; only messages without ORIGIN_PROPERTY (produced at ``source``) enter its queue."""
+    bridged = [group for group in normalise_groups(groups, active_datacentre) if group['engine'] == BRIDGE]
+    if bridged and len(datacentres) > 2:
+        # Artemis gives each message of an anycast address to one of its anycast queues (their routing name is the
+        # address), so two outbound queues on one wildcard would share the messages instead of each copying them.
+        raise EstateError('address group %s: engine bridge takes two datacentres for now (got %s): with more, the '
+                          'outbound anycast queues of one wildcard address would share its messages, not copy them'
+                          % (bridged[0]['name'], ', '.join(datacentres)))
     links = []
     for source in datacentres:
         for target in datacentres:
             if target == source:
                 continue
-            for group in normalise_groups(groups, active_datacentre):
-                if group['engine'] != BRIDGE:
-                    continue
+            for group in bridged:
                 for index, prefix in enumerate(group['addresses']):
                     for routing_type in ROUTING_TYPES:
                         links.append({'name': '%s%s.%s.%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target, index,

@@ -10,8 +10,8 @@ module: artemis_replication_info
 short_description: Report the replication state of Artemis brokers across datacentres
 version_added: 0.1.0
 description:
-  - For every broker, whether it is reachable and live, each mirror link (connected or not) with its
-    store-and-forward backlog, and each application queue with its message, delivering and consumer counts and
+  - For every broker, whether it is reachable and live, each mirror link and each bridge of the bridge engine
+    (connected or not) with its backlog, and each application queue with its message, delivering and consumer counts and
     whether it is paused.
   - Compares each queue's message count between the datacentres (live brokers only).
   - A broker that does not answer is reported with C(reachable=false); a refused login fails the module.
@@ -71,8 +71,9 @@ brokers:
       type: dict
       returned: always
     links:
-      description: Mirror broker connections, with C(name), C(started), C(connected) and C(backlog) (events in
-        its store-and-forward queue).
+      description: Mirror broker connections and the bridge engine's bridges, with C(name), C(engine)
+        (C(mirror) or C(bridge)), C(started), C(connected) and C(backlog) (events in the mirror's store-and-forward
+        queue, messages in the bridge's outbound queue).
       type: list
       elements: dict
       returned: always

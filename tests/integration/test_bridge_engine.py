@@ -7,12 +7,16 @@ import subprocess
 import time
 import uuid
 
+import pytest
+
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import ORIGIN_PROPERTY, bridge_links
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, artemis_cli, cli_message_count
 
 STABLE_FOR_S = 30
+PARTITION_S = 30
+RATE = 200  # messages per second under the partition
 
 
 def _cli_count(node, queue):
@@ -71,3 +75,41 @@ def test_messages_produced_at_a_datacentre_arrive_once_at_every_other_and_never_
         audit = amqp.receive(node.amqp_url, node.user, node.password, f"{topic}::{subscription}", 10, timeout=60,
                              anycast=False)
         assert sorted(message.id for message in audit) == sorted(events), node.name
+
+
+@pytest.mark.drill  # a minute of partition and catch-up on the shared bed; make drills
+def test_a_30_s_partition_under_load_then_heal_loses_nothing_and_duplicates_nothing(estate):
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    address = f"relay.part.{uuid.uuid4().hex[:8]}"
+    outbound = f"continuity.out.relay.{dc2.dc}.0.anycast"
+    producer = amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, address, rate=RATE, id_prefix=address)
+    producer.start()
+    time.sleep(2)
+    estate.testbed("partition", dc1.dc, dc2.dc)
+    partitioned = time.monotonic()
+    # The black hole leaves the bridge's connection hanging: it misses its pings and drops it.
+    amqp.wait_for(lambda: dc1.link(outbound)["connected"], lambda connected: not connected, timeout=PARTITION_S,
+                  description=f"dc1 dropping its hung bridge {outbound}")
+    dropped_after = time.monotonic() - partitioned
+    time.sleep(max(0.0, PARTITION_S - (time.monotonic() - partitioned)))
+    backlog = dc1.link(outbound)["backlog"]
+    assert backlog > 0, "while partitioned, dc1 must hold the copies in its outbound queue"
+    estate.testbed("heal")
+    healed = time.monotonic()
+    time.sleep(2)
+    producer.stop()
+    accepted = producer.accepted_ids()
+    assert accepted and not producer.uncertain_ids(), producer.stats()
+
+    amqp.wait_for(lambda: _cli_count(dc2, address), lambda count: count >= len(accepted), timeout=180,
+                  description=f"{len(accepted)} messages of {address} at dc2")
+    caught_up_after = time.monotonic() - healed
+    amqp.wait_for(lambda: dc1.link(outbound)["backlog"], lambda count: count == 0, timeout=60)
+    for node in (dc1, dc2):
+        received = amqp.receive(node.amqp_url, node.user, node.password, address, len(accepted), timeout=120)
+        assert sorted(message.id for message in received) == sorted(accepted), node.name
+        assert _cli_count(node, address) == 0, f"{node.name} holds more than was accepted"
+    estate.record_timing("bridge_partition_hung_link_dropped_s", dropped_after)
+    estate.record_timing("bridge_partition_backlog_at_heal", backlog)
+    estate.record_timing("bridge_partition_catch_up_s", caught_up_after)
+    estate.record_timing("bridge_partition_messages", len(accepted))
