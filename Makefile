@@ -133,8 +133,9 @@ unit: setup
 integration: setup
 	pytest tests/integration -m "not layouts and not systemd and not drill"
 	pytest tests/integration -m layouts
-	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest tests/integration/test_site.py tests/integration/test_rpo_job_systemd.py \
-	  tests/integration/test_broker_metrics.py
+	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest -m "not drill" tests/integration/test_site.py \
+	  tests/integration/test_rpo_job_systemd.py tests/integration/test_broker_metrics.py \
+	  tests/integration/test_bridge_engine.py
 
 # A Molecule scenario per role on the test bed (delegated driver: a scenario's create and destroy bring it up and
 # down unless it was up already). The broker scenario builds its own; replication and rpo_job (whose prepare is

@@ -21,6 +21,7 @@ def estate(address_groups, datacentres, active_datacentre):
             'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
             'bridge_links': artemis_estate.bridge_links(address_groups, datacentres, active_datacentre),
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
+            'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
             'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
         }
     except artemis_estate.EstateError as exc:

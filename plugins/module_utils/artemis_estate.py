@@ -7,9 +7,10 @@ A group belongs to its ``owner`` (else the active datacentre) and is ``full_stat
 ``messages_only``. A full_state group is staged wherever it is not owned. A group's ``engine`` carries it across:
 ``mirror`` (the default): the owner mirrors the group to every other datacentre and each of those mirrors it back (no
 link between two non-owners: Artemis would relay the owner's events from one to the other). ``bridge``: every
-datacentre copies the messages that originated there into outbound queues, one per remote datacentre and routing
-type, and a core bridge forwards each to that datacentre, stamping the copy with its origin so that it is never
-forwarded again. The replication role and the playbooks read this through the
+datacentre diverts a copy of the messages that originated there into an outbound queue per remote datacentre, and a
+core bridge forwards each queue to that datacentre's inbound address, stamping the copy with its origin so that it
+is never forwarded again; there the collection's broker plugin sends each copy on to the address it was diverted
+from. The replication role and the playbooks read this through the
 ``continuity.artemis.estate_*`` filters; the modules and the measurement import it.
 """
 
@@ -26,9 +27,12 @@ ROUTING_TYPES = ('anycast', 'multicast')
 # Artemis names a mirror's store-and-forward queue after the connection.
 MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
 PROBE_ADDRESS = 'continuity.probe'
-# The bridge engine's outbound queues (and their bridges, named alike); ORIGIN_PROPERTY is stamped on every copy a
-# bridge forwards, with the datacentre it came from.
+# The bridge engine: outbound queues (and their bridges, named alike), the diverts that fill them and the inbound
+# address a bridge delivers to; the broker plugin sends what arrives under INBOUND_ADDRESS_PREFIX on to the copy's
+# original address. ORIGIN_PROPERTY is stamped on every copy a bridge forwards, with the datacentre it came from.
 OUTBOUND_QUEUE_PREFIX = 'continuity.out.'
+DIVERT_PREFIX = 'continuity.divert.'
+INBOUND_ADDRESS_PREFIX = 'continuity.in.'
 ORIGIN_PROPERTY = 'continuity_origin'
 
 
@@ -115,10 +119,15 @@ def staging(groups, datacentre, active_datacentre):
 
 
 def _address_filter(group, groups):
-    """The mirror's address-filter: the group's prefixes, or for the catch-all group every other group's excluded."""
+    """The mirror's address-filter: the group's prefixes, or for the catch-all group every other group's excluded,
+    and the bridge engine's own addresses when a group uses it (each datacentre's are its own: mirrored, a remote
+    datacentre's bridge of the same name would forward them again)."""
     if group['addresses']:
         return ','.join(group['addresses'])
-    return ','.join('!' + prefix for other in groups for prefix in other['addresses'])
+    excluded = [prefix for other in groups for prefix in other['addresses']]
+    if any(other['engine'] == BRIDGE for other in groups):
+        excluded += [OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX]
+    return ','.join('!' + prefix for prefix in excluded)
 
 
 def mirror_connections(groups, datacentres, active_datacentre):
@@ -142,30 +151,30 @@ def mirror_connections(groups, datacentres, active_datacentre):
 
 
 def bridge_links(groups, datacentres, active_datacentre):
-    """Every bridge of the estate, one per (source datacentre, remote datacentre, bridge group, prefix, routing type):
-    ``name`` (of the bridge and of its outbound queue), ``source``, ``target``, ``group``, ``address`` (the
-    wildcard the outbound queue copies) and ``routing_type``. Each live broker of ``source`` runs it towards the
-    brokers of ``target``; only messages without ORIGIN_PROPERTY (produced at ``source``) enter its queue."""
+    """Every bridge of the estate, one per (source datacentre, remote datacentre, bridge group): ``name`` (of the
+    bridge and of its outbound queue), ``source``, ``target``, ``group``, ``diverts`` (``name`` and ``address``, the
+    wildcard of one of the group's prefixes, that copy into the outbound queue what has no ORIGIN_PROPERTY: what was
+    produced at ``source``) and ``inbound`` (the address at ``target`` the bridge delivers to). Each live broker of
+    ``source`` runs it towards the brokers of ``target``. A divert per remote datacentre, not a queue on the
+    wildcard: anycast queues of one address share its messages, diverts each get a copy."""
     bridged = [group for group in normalise_groups(groups, active_datacentre) if group['engine'] == BRIDGE]
-    if bridged and len(datacentres) > 2:
-        # Artemis gives each message of an anycast address to one of its anycast queues (their routing name is the
-        # address), so two outbound queues on one wildcard would share the messages instead of each copying them.
-        raise EstateError('address group %s: engine bridge takes two datacentres for now (got %s): with more, the '
-                          'outbound anycast queues of one wildcard address would share its messages, not copy them'
-                          % (bridged[0]['name'], ', '.join(datacentres)))
     links = []
     for source in datacentres:
         for target in datacentres:
             if target == source:
                 continue
             for group in bridged:
-                for index, prefix in enumerate(group['addresses']):
-                    for routing_type in ROUTING_TYPES:
-                        links.append({'name': '%s%s.%s.%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target, index,
-                                                                 routing_type),
-                                      'source': source, 'target': target, 'group': group['name'],
-                                      'address': prefix + '#', 'routing_type': routing_type})
+                links.append({'name': '%s%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target), 'source': source,
+                              'target': target, 'group': group['name'], 'inbound': inbound_address(group['name']),
+                              'diverts': [{'name': '%s%s.%s.%s' % (DIVERT_PREFIX, group['name'], target, index),
+                                           'address': prefix + '#'}
+                                          for index, prefix in enumerate(group['addresses'])]})
     return links
+
+
+def inbound_address(group_name):
+    """Where a bridge of the group delivers its copies at the remote datacentre."""
+    return INBOUND_ADDRESS_PREFIX + group_name
 
 
 def link_targets(groups, datacentres, active_datacentre):

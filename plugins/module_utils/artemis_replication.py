@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
+    INBOUND_ADDRESS_PREFIX, MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerNotReady, BrokerUnreachable)
 
@@ -31,12 +31,12 @@ def _flag(value):
 
 
 def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
-    """Queues clients use: not internal (mirror store-and-forward, the bridge engine's outbound queues, management,
-    what a passive site keeps) nor temporary, and selected by the prefixes (every queue when ``include_prefixes`` is
+    """Queues clients use: not internal (mirror store-and-forward, the bridge engine's outbound and inbound queues,
+    management, what a passive site keeps) nor temporary, and selected by the prefixes (every queue when ``include_prefixes`` is
     empty)."""
     name = queue['name']
     if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS') \
-            or name.startswith(OUTBOUND_QUEUE_PREFIX) or name == KEPT_ADDRESS:
+            or name.startswith((OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX)) or name == KEPT_ADDRESS:
         return False
     if include_prefixes and not any(name.startswith(prefix) for prefix in include_prefixes):
         return False
@@ -46,7 +46,7 @@ def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
 def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     """One broker's state. Raises ManagementError when it cannot be read."""
     status = client.status()
-    report = dict(status, reachable=True, links=[], queues=[], kept={})
+    report = dict(status, reachable=True, links=[], queues=[], kept={}, unrestored={})
     if not status['live']:
         return report  # a backup holds no queues of its own until it takes over
     queues = client.queues()
@@ -64,6 +64,9 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
         })
     outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                     if queue['name'].startswith(OUTBOUND_QUEUE_PREFIX))
+    # Bridged copies that the replication plugin did not send on to their own address wait here.
+    report['unrestored'] = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
+                                if queue['name'].startswith(INBOUND_ADDRESS_PREFIX) and _int(queue['messageCount']))
     for bridge in client.bridges():
         if bridge['queue'] in outbound:
             # The outbound queue counts what the bridge has not forwarded yet and what the remote has not confirmed.
@@ -95,9 +98,10 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
             entry.update(broker_report(ArtemisManagement.from_params(broker, params),
                                        include_prefixes, exclude_prefixes))
         except BrokerUnreachable as exc:
-            entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[], kept={})
+            entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[], kept={}, unrestored={})
         except BrokerNotReady as exc:
-            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[], kept={})
+            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[], kept={},
+                         unrestored={})
         reports.append(entry)
     return reports
 

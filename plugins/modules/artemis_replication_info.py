@@ -70,6 +70,11 @@ brokers:
         (its datacentre is passive for their group), per original address. See M(continuity.artemis.artemis_reconcile)."
       type: dict
       returned: always
+    unrestored:
+      description: "Copies the bridge engine delivered to a live broker that its replication plugin did not send on
+        to their own address, per inbound queue (C(continuity.in.<group>)); normally empty."
+      type: dict
+      returned: always
     links:
       description: Mirror broker connections and the bridge engine's bridges, with C(name), C(engine)
         (C(mirror) or C(bridge)), C(started), C(connected) and C(backlog) (events in the mirror's store-and-forward

@@ -13,6 +13,7 @@ B2, replication lag at 1,000 msg/s for a one-way WAN delay of 0, 20, 50 and 100 
 B3, swapover time with 0, 10,000 and 100,000 messages queued (see swapover_time).
 B4 and B5, abrupt failover loss and failback (see failover_loss).
 B6, the RPO job on 1M, 10M and 30M telemetry rows. B7, site.yml cold and warm on 2 x 1 and 2 x 2.
+B8, the two replication engines side by side on messages_only groups (see engines).
 
 Measured, never asserted. A test bed must not be up (the benchmark builds its own and removes it afterwards, unless
 KEEP_TESTBED=1; --reuse runs on the bed such a run left).
@@ -52,9 +53,12 @@ ARTEMIS_HOME = os.environ.get("ARTEMIS_HOME") or os.path.join(REPO_ROOT, ".cache
 # mode, is not measured: with it dc1's broker was halted by its critical analyzer twice; see the note of issue 16.)
 DESTINATIONS = {"async": "repl.bench", "unmirrored": "local.bench"}
 ADDRESS_GROUPS = [{"name": "repl", "addresses": ["repl."], "mode": "full_state"},
-                  {"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"}]
+                  {"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
+                  {"name": "bridged", "addresses": ["bridged."], "mode": "messages_only", "engine": "bridge"}]
 # B2 sends to a messages_only group: there dc2's own clients may consume their copy, so arrival is seen by a consumer.
 LAG_ADDRESS = "inflow.lag"
+# B8: a messages_only group per engine, and an address in no group.
+ENGINE_PREFIXES = {"mirror": "inflow", "bridge": "bridged", "unreplicated": "local"}
 # Placement when pinned (taskset CPU lists): dc1's broker alone, the rest together.
 PINNED = {"dc1": "0", "dc2": "1", "client": "1"}
 
@@ -209,39 +213,94 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def replication_lag(run: Run, rate: int = 1000, delays_ms: tuple[int, ...] = (0, 20, 50, 100)) -> dict:
-    """B2: a proton producer at dc1 and a consumer of the mirrored copy at dc2 (a messages_only group, where dc2's
-    clients may consume), both on this machine's clock; a message's lag is its receive time at dc2 minus its send
-    time at dc1, for every message sent after the warm-up. The WAN delay is one way (Toxiproxy)."""
-    estate, seconds, warmup = run.estate, run.seconds, run.warmup
+def _lag(estate: Estate, address: str, delay: int, rate: int, seconds: int, warmup: int) -> dict:
+    """A proton producer at dc1 and a consumer of the replicated copy at dc2 (a messages_only group, where dc2's clients
+    may consume), both on this machine's clock; a message's lag is its receive time at dc2 minus its send time at
+    dc1, for every message sent after the warm-up. The WAN delay is one way (Toxiproxy)."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    testbed("wan", "--delay-ms", str(delay))
+    consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, address)
+    with consumer:
+        consumer.wait_connected()
+        with amqp.Producer([dc1.amqp_url], dc1.user, dc1.password, address, rate=rate, body_size=1024) as producer:
+            producer.wait_connected()
+            time.sleep(warmup + seconds)
+        sent = {r.id: r.sent_at for r in producer.ledger() if r.outcome == "accepted"}
+        amqp.wait_for(lambda: len(set(consumer.received_ids()) & set(sent)), lambda n: n == len(sent),
+                      timeout=120, description=f"every message of {address} at dc2 (WAN {delay} ms)")
+    first = min(sent.values()) + warmup
+    lags = [(record.received_at - sent[record.id]) * 1000 for record in consumer.ledger()
+            if record.id in sent and sent[record.id] >= first]
+    return {"wan_delay_ms": delay, "messages": len(lags), "rate_per_s": round(len(lags) / seconds, 1),
+            "p50_ms": round(_percentile(lags, 0.5), 1), "p99_ms": round(_percentile(lags, 0.99), 1),
+            "max_ms": round(max(lags), 1), "goal_p99_ms": delay + 50}
+
+
+def replication_lag(run: Run, rate: int = 1000, delays_ms: tuple[int, ...] = (0, 20, 50, 100)) -> dict:
+    """B2: lag (see _lag) at ``rate`` for each one-way WAN delay, on the mirror."""
     rows = []
     for delay in delays_ms:
-        testbed("wan", "--delay-ms", str(delay))
-        address = f"{LAG_ADDRESS}.{delay}ms.{uuid.uuid4().hex[:6]}"
-        consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, address)
-        with consumer:
-            consumer.wait_connected()
-            with amqp.Producer([dc1.amqp_url], dc1.user, dc1.password, address, rate=rate, body_size=1024) as producer:
-                producer.wait_connected()
-                time.sleep(warmup + seconds)
-            sent = {r.id: r.sent_at for r in producer.ledger() if r.outcome == "accepted"}
-            amqp.wait_for(lambda: len(set(consumer.received_ids()) & set(sent)), lambda n: n == len(sent),
-                          timeout=120, description=f"every message at dc2 (WAN {delay} ms)")
-        first = min(sent.values()) + warmup
-        lags = [(record.received_at - sent[record.id]) * 1000 for record in consumer.ledger()
-                if record.id in sent and sent[record.id] >= first]
-        rows.append({"wan_delay_ms": delay, "messages": len(lags), "rate_per_s": round(len(lags) / seconds, 1),
-                     "p50_ms": round(_percentile(lags, 0.5), 1), "p99_ms": round(_percentile(lags, 0.99), 1),
-                     "max_ms": round(max(lags), 1), "goal_p99_ms": delay + 50})
+        rows.append(_lag(run.estate, f"{LAG_ADDRESS}.{delay}ms.{uuid.uuid4().hex[:6]}", delay, rate, run.seconds,
+                         run.warmup))
         print(f"B2 WAN {delay} ms: p50 {rows[-1]['p50_ms']} p99 {rows[-1]['p99_ms']} max {rows[-1]['max_ms']} ms "
-              f"({len(lags)} messages)", flush=True)
+              f"({rows[-1]['messages']} messages)", flush=True)
     testbed("wan", "--delay-ms", "0")
     return {"goal": "p99 <= WAN delay + 50 ms at 1,000 msg/s",
             "method": {"producer": "python-qpid-proton at dc1", "consumer": "python-qpid-proton at dc2",
-                       "rate_per_s": rate, "message_size": 1024, "durable": True, "seconds": seconds,
-                       "warmup_seconds": warmup, "address_group_mode": "messages_only"},
+                       "rate_per_s": rate, "message_size": 1024, "durable": True, "seconds": run.seconds,
+                       "warmup_seconds": run.warmup, "address_group_mode": "messages_only"},
             "rows": rows}
+
+
+def engines(run: Run, rate: int = 1000, delays_ms: tuple[int, ...] = (0, 50)) -> dict:
+    """B8: the mirror and the bridge engine on messages_only groups (`inflow.` and `bridged.`), beside an address in
+    no group (`local.`). Throughput as B1 pinned: `artemis perf client` at dc1, rounds alternating the three; after
+    each replicated run, the seconds until dc1's links hold nothing more to send and the copies that reached dc2
+    (removed there afterwards: nobody consumes them). Lag as B2 at ``rate`` for each WAN delay, per engine."""
+    estate, rounds, seconds, warmup = run.estate, run.rounds, run.seconds, run.warmup
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    runs = []
+    pin(estate, True)
+    try:
+        for round_number in range(1, rounds + 1):
+            for engine, prefix in ENGINE_PREFIXES.items():
+                destination = f"{prefix}.tp.{uuid.uuid4().hex[:8]}"
+                report = perf_client(dc1, destination, seconds, warmup, PINNED["client"])
+                backlog = mirror_backlog(dc1)
+                drained = wait_mirror_drained(dc1)
+                copies = None
+                if engine != "unreplicated":
+                    copies = dc2.management().message_count(destination, destination)
+                    dc2.management(timeout=300).remove_messages(destination, destination, "")
+                runs.append({"round": round_number, "engine": engine, "destination": destination,
+                             "sent_per_s": round(sent_rate(report), 1), "backlog_at_end": backlog,
+                             "backlog_drain_s": round(drained, 1), "copies_at_dc2": copies})
+                print(f"B8 round {round_number} {engine}: {runs[-1]['sent_per_s']} msg/s, backlog {backlog} at the "
+                      f"end, sent in {drained:.1f} s, {copies} copies at dc2", flush=True)
+    finally:
+        pin(estate, False)
+    throughput = {}
+    for engine in ENGINE_PREFIXES:
+        per_round = [r for r in runs if r["engine"] == engine]
+        ratios = [r["sent_per_s"] / u["sent_per_s"] for r, u in
+                  zip(per_round, [r for r in runs if r["engine"] == "unreplicated"])]
+        throughput[engine] = {"sent_per_s": [r["sent_per_s"] for r in per_round],
+                              "median_ratio": round(statistics.median(ratios), 3),
+                              "drain_s": [r["backlog_drain_s"] for r in per_round],
+                              "copies_at_dc2": [r["copies_at_dc2"] for r in per_round]}
+    lag = []
+    for engine in ("mirror", "bridge"):
+        for delay in delays_ms:
+            row = _lag(estate, f"{ENGINE_PREFIXES[engine]}.lag.{delay}ms.{uuid.uuid4().hex[:6]}", delay, rate,
+                       seconds, warmup)
+            lag.append({"engine": engine, **row})
+            print(f"B8 lag {engine} WAN {delay} ms: p50 {row['p50_ms']} p99 {row['p99_ms']} max {row['max_ms']} ms",
+                  flush=True)
+    testbed("wan", "--delay-ms", "0")
+    return {"method": {"client": "artemis perf client", "persistent": True, "message_size": 1024,
+                       "seconds": seconds, "warmup_seconds": warmup, "rounds": rounds, "pinned_cpus": PINNED,
+                       "prefixes": ENGINE_PREFIXES, "lag_rate_per_s": rate},
+            "throughput": throughput, "lag": lag, "runs": runs}
 
 
 EVENT_LOG = os.path.expanduser("~/.local/state/continuity-artemis/events.jsonl")
@@ -426,7 +485,7 @@ def site_converge(run: Run) -> dict:
 
 
 BENCHMARKS = {"B1": mirror_cost, "B2": replication_lag, "B3": swapover_time, "B4": failover_loss, "B6": spark_job,
-              "B7": site_converge}
+              "B7": site_converge, "B8": engines}
 
 
 def main() -> int:

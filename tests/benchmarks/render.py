@@ -161,8 +161,29 @@ def _b7(result: dict, out_dir: str) -> list[str]:
     return lines
 
 
+def _b8(result: dict, out_dir: str) -> list[str]:
+    method = result["method"]
+    lines = ["The two replication engines on `messages_only` groups (`inflow.` mirrored, `bridged.` on core bridges), "
+             "beside an address in no group. Throughput: `artemis perf client` at dc1 (one producer, one consumer, "
+             f"persistent {method['message_size']} B, {method['seconds']} s after {method['warmup_seconds']} s "
+             f"warm-up), {method['rounds']} rounds alternating the three, pinned as B1. After each run: seconds until "
+             "dc1's links had sent everything, and the copies that reached dc2.", "",
+             "| engine | msg/s (per round) | median ratio to no replication | sent within (s) | copies at dc2 |",
+             "|---|---|---|---|---|"]
+    for engine, row in result["throughput"].items():
+        copies = ", ".join("-" if c is None else f"{c:,}" for c in row["copies_at_dc2"])
+        lines.append(f"| {engine} | {', '.join(f'{v:,.0f}' for v in row['sent_per_s'])} | **{row['median_ratio']}** "
+                     f"| {', '.join(str(v) for v in row['drain_s'])} | {copies} |")
+    lines += ["", f"Lag as B2, at {method['lag_rate_per_s']:,} msg/s: receive time at dc2 − send time at dc1.", "",
+              "| engine | WAN delay (one way) | messages | p50 | p99 | max |", "|---|---|---|---|---|---|"]
+    lines += [f"| {row['engine']} | {row['wan_delay_ms']} ms | {row['messages']:,} | {row['p50_ms']} ms "
+              f"| **{row['p99_ms']} ms** | {row['max_ms']} ms |" for row in result["lag"]]
+    return lines
+
+
 RENDERERS = {"B1": ("B1 mirror cost", _b1), "B2": ("B2 replication lag", _b2), "B3": ("B3 swapover time", _b3),
-             "B4": ("B4 abrupt failover loss (and B5)", _b4), "B6": ("B6 the RPO job on telemetry", _b6), "B7": ("B7 site.yml cold and warm", _b7)}
+             "B4": ("B4 abrupt failover loss (and B5)", _b4), "B6": ("B6 the RPO job on telemetry", _b6), "B7": ("B7 site.yml cold and warm", _b7),
+             "B8": ("B8 the two engines side by side", _b8)}
 
 
 def render(path: str, out_dir: str = OUT_DIR) -> str:
@@ -192,7 +213,7 @@ def render(path: str, out_dir: str = OUT_DIR) -> str:
         if findings.get(name):
             lines += ["", "**What limits it.** " + findings[name].strip()]
         lines.append("")
-    missing = sorted({"B1", "B2", "B3", "B4", "B6", "B7"} - set(results["benchmarks"]))
+    missing = sorted(set(RENDERERS) - set(results["benchmarks"]))
     if missing:
         lines += ["## Not in this run", "", f"{', '.join(missing)} (B5 is part of B4).", ""]
     target = os.path.join(out_dir, "RESULTS.md")

@@ -55,7 +55,7 @@ def _kill_under_load(estate, producing, killed, target, label):
                              id_prefix=address, reconnect_delay=0.2)
     producer.start()
     producer.wait_connected()
-    amqp.wait_for(lambda: target[0].queue_names(), lambda names: address in names, timeout=60,
+    amqp.wait_for(target[0].queue_names, lambda names: address in names, timeout=60,
                   description=f"{address} created at {target[0].name} by the bridge")
     time.sleep(5)
     killed_at = time.time()

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 
-import jinja2
 import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ArtemisManagement
@@ -105,14 +104,6 @@ def set_layout_vars(inventory: str, layout, extra: dict | None = None, per_datac
             dc_vars["broker_data_dir"] = SHARED_STORE_DATA
         with open(os.path.join(inventory, "group_vars", f"{dc}.yml"), "w") as handle:
             yaml.safe_dump(dc_vars, handle)
-
-
-def rendered_groups(groups: list[dict], variables: dict) -> list[dict]:
-    """The address groups as Ansible templates them: the test bed's group `relay` picks its engine by the number of
-    datacentres (estate.yml)."""
-    environment = jinja2.Environment()
-    return [{key: environment.from_string(value).render(**variables) if isinstance(value, str) and "{{" in value
-             else value for key, value in group.items()} for group in groups]
 
 
 def broker_role_default(name: str):
@@ -230,7 +221,6 @@ class Estate:
         for name in ("estate.yml", "testbed.yml"):
             with open(os.path.join(self.inventory, "group_vars", "all", name)) as handle:
                 merged.update(yaml.safe_load(handle) or {})
-        merged["replication_address_groups"] = rendered_groups(merged["replication_address_groups"], merged)
         return merged
 
     def exec(self, node: str, *command: str) -> str:

@@ -33,7 +33,15 @@ RESULT = {
         "B3": {"goal": "<= 30 s at 10,000", "method": {"message_size": 1024, "groups": ["repl"], "consumer_retry_s": 0.1},
                "rows": [{"queued": 10_000, "source": "dc1", "target": "dc2", "fence_to_first_consume_s": 12.5,
                          "playbook_s": 20.0, "phases_s": {"started": 0.0, "fenced": 3.0, "activated": 14.0},
-                         "consumed": 10_001, "duplicates": 0}]}}}
+                         "consumed": 10_001, "duplicates": 0}]},
+        "B8": {"method": {"message_size": 1024, "seconds": 20, "warmup_seconds": 5, "rounds": 2,
+                          "lag_rate_per_s": 1000},
+               "throughput": {"mirror": {"sent_per_s": [8000.0, 8200.0], "median_ratio": 0.4, "drain_s": [0.1, 0.2],
+                                         "copies_at_dc2": [160000, 164000]},
+                              "unreplicated": {"sent_per_s": [20000.0, 20500.0], "median_ratio": 1.0,
+                                               "drain_s": [0.1, 0.1], "copies_at_dc2": [None, None]}},
+               "lag": [{"engine": "bridge", "wan_delay_ms": 50, "messages": 20000, "p50_ms": 55.0, "p99_ms": 90.5,
+                        "max_ms": 150.0}]}}}
 
 
 def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
@@ -50,6 +58,9 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     assert "**What limits it.** The shared CPUs." in text
     assert ("| 10,000 | dc1 → dc2 | **12.5 s** | 20.0 s | started 0.0, fenced 3.0, activated 14.0 | 10,001 / 0 | yes |"
             in text)
+    assert "| mirror | 8,000, 8,200 | **0.4** | 0.1, 0.2 | 160,000, 164,000 |" in text
+    assert "| unreplicated | 20,000, 20,500 | **1.0** | 0.1, 0.1 | -, - |" in text
+    assert "| bridge | 50 ms | 20,000 | 55.0 ms | **90.5 ms** | 150.0 ms |" in text
     assert "## Not in this run\n\nB4, B6, B7 (B5 is part of B4)." in text
     assert (tmp_path / "b1-mirror-cost.png").stat().st_size > 1000
     assert (tmp_path / "b2-replication-lag.png").stat().st_size > 1000

@@ -103,24 +103,18 @@ BRIDGED_GROUPS = TESTBED_GROUPS + [{"name": "relay", "addresses": ["relay.", "fe
                                     "engine": "bridge"}]
 
 
-def test_each_datacentre_bridges_each_prefix_and_routing_type_to_the_other():
-    links = artemis_estate.bridge_links(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
-    assert [(link["source"], link["name"], link["target"], link["address"], link["routing_type"])
-            for link in links] == [
-        ("dc1", "continuity.out.relay.dc2.0.anycast", "dc2", "relay.#", "anycast"),
-        ("dc1", "continuity.out.relay.dc2.0.multicast", "dc2", "relay.#", "multicast"),
-        ("dc1", "continuity.out.relay.dc2.1.anycast", "dc2", "feed.#", "anycast"),
-        ("dc1", "continuity.out.relay.dc2.1.multicast", "dc2", "feed.#", "multicast"),
-        ("dc2", "continuity.out.relay.dc1.0.anycast", "dc1", "relay.#", "anycast"),
-        ("dc2", "continuity.out.relay.dc1.0.multicast", "dc1", "relay.#", "multicast"),
-        ("dc2", "continuity.out.relay.dc1.1.anycast", "dc1", "feed.#", "anycast"),
-        ("dc2", "continuity.out.relay.dc1.1.multicast", "dc1", "feed.#", "multicast")]
-
-
-def test_the_bridge_engine_refuses_three_datacentres_by_group():
-    # Two anycast queues on relay.# would each get every other message (seen on the three-datacentre test bed).
-    with pytest.raises(artemis_estate.EstateError, match="relay: engine bridge takes two datacentres"):
-        artemis_estate.bridge_links(BRIDGED_GROUPS, ["dc1", "dc2", "dc3"], "dc1")
+def test_each_datacentre_bridges_a_group_to_each_other_through_a_divert_per_prefix():
+    links = artemis_estate.bridge_links(BRIDGED_GROUPS, ["dc1", "dc2", "dc3"], "dc1")
+    assert [(link["source"], link["name"], link["target"], link["inbound"]) for link in links] == [
+        ("dc1", "continuity.out.relay.dc2", "dc2", "continuity.in.relay"),
+        ("dc1", "continuity.out.relay.dc3", "dc3", "continuity.in.relay"),
+        ("dc2", "continuity.out.relay.dc1", "dc1", "continuity.in.relay"),
+        ("dc2", "continuity.out.relay.dc3", "dc3", "continuity.in.relay"),
+        ("dc3", "continuity.out.relay.dc1", "dc1", "continuity.in.relay"),
+        ("dc3", "continuity.out.relay.dc2", "dc2", "continuity.in.relay")]
+    # One divert per remote datacentre and prefix: each has a routing name of its own, so each gets every message.
+    assert links[1]["diverts"] == [{"name": "continuity.divert.relay.dc3.0", "address": "relay.#"},
+                                   {"name": "continuity.divert.relay.dc3.1", "address": "feed.#"}]
     assert artemis_estate.bridge_links(TESTBED_GROUPS, ["dc1", "dc2", "dc3"], "dc1") == []
 
 
@@ -128,9 +122,10 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
     connections = artemis_estate.mirror_connections(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
     assert "relay" not in set(connection["group"] for connection in connections)
     catch_all = [connection for connection in connections if connection["group"] == "all"][0]
-    assert catch_all["address_filter"] == "!inflow.,!east.,!relay.,!feed."
+    # The bridge engine's outbound and inbound addresses are each datacentre's own.
+    assert catch_all["address_filter"] == "!inflow.,!east.,!relay.,!feed.,!continuity.out.,!continuity.in."
     targets = artemis_estate.link_targets(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
-    assert targets[("dc2", "continuity.out.relay.dc1.1.multicast")] == "dc1"
+    assert targets[("dc2", "continuity.out.relay.dc1")] == "dc1"
 
 
 @pytest.mark.parametrize("group, message", [
