@@ -273,7 +273,10 @@ def engines(run: Run, rate: int = 1000, delays_ms: tuple[int, ...] = (0, 50)) ->
                     copies = dc2.management().message_count(destination, destination)
                     dc2.management(timeout=300).remove_messages(destination, destination, "")
                 runs.append({"round": round_number, "engine": engine, "destination": destination,
-                             "sent_per_s": round(sent_rate(report), 1), "backlog_at_end": backlog,
+                             "sent_per_s": round(sent_rate(report), 1),
+                             "sent_total": sum(sample["completed"] for sample in report
+                                               if sample.get("sampleType") == "interval"),
+                             "backlog_at_end": backlog,
                              "backlog_drain_s": round(drained, 1), "copies_at_dc2": copies})
                 print(f"B8 round {round_number} {engine}: {runs[-1]['sent_per_s']} msg/s, backlog {backlog} at the "
                       f"end, sent in {drained:.1f} s, {copies} copies at dc2", flush=True)
