@@ -10,8 +10,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
 
 
-def estate(address_groups, datacentres, active_datacentre):
-    """Everything the address groups mean for the datacentres, as one mapping."""
+def estate(address_groups, datacentres, active_datacentre, external_brokers=None):
+    """Everything the address groups (and the exports to ``external_brokers``) mean for the datacentres, as one
+    mapping."""
     try:
         return {
             'groups': artemis_estate.normalise_groups(address_groups, active_datacentre),
@@ -20,6 +21,7 @@ def estate(address_groups, datacentres, active_datacentre):
                             for datacentre in datacentres),
             'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
             'bridge_links': artemis_estate.bridge_links(address_groups, datacentres, active_datacentre),
+            'exports': artemis_estate.exports(address_groups, external_brokers, datacentres, active_datacentre),
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
             'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),

@@ -34,6 +34,10 @@ OUTBOUND_QUEUE_PREFIX = 'continuity.out.'
 DIVERT_PREFIX = 'continuity.divert.'
 INBOUND_ADDRESS_PREFIX = 'continuity.in.'
 ORIGIN_PROPERTY = 'continuity_origin'
+# Exports to brokers outside the estate (replication_external_brokers), which run no plugin of ours: per declared
+# address a divert into an export queue and a bridge from it that delivers to that same address.
+EXPORT_QUEUE_PREFIX = 'continuity.export.'
+EXPORT_DIVERT_PREFIX = 'continuity.divert-export.'
 
 
 class EstateError(ValueError):
@@ -126,7 +130,7 @@ def _address_filter(group, groups):
         return ','.join(group['addresses'])
     excluded = [prefix for other in groups for prefix in other['addresses']]
     if any(other['engine'] == BRIDGE for other in groups):
-        excluded += [OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX]
+        excluded += [OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, EXPORT_QUEUE_PREFIX]
     return ','.join('!' + prefix for prefix in excluded)
 
 
@@ -175,6 +179,48 @@ def bridge_links(groups, datacentres, active_datacentre):
 def inbound_address(group_name):
     """Where a bridge of the group delivers its copies at the remote datacentre."""
     return INBOUND_ADDRESS_PREFIX + group_name
+
+
+def exports(groups, external_brokers, datacentres, active_datacentre):
+    """Every export to a broker outside the estate, one per (external broker, declared address): ``name`` (of the
+    bridge and of its export queue), ``divert``, ``broker``, ``address``, ``routing_type`` and ``group``. Every live
+    broker of every datacentre runs each of them for the messages produced there (no ORIGIN_PROPERTY), so each
+    message reaches the external broker once, whichever datacentre took it. Only addresses of ``bridge`` groups: the
+    copies leave by the bridge engine's mechanism, and a mirror group's messages are not diverted."""
+    normalised = normalise_groups(groups, active_datacentre)
+    found, seen = [], set()
+    for broker in external_brokers or []:
+        name = broker.get('name') if isinstance(broker, dict) else None
+        if not name or not isinstance(name, str) or any(char in name for char in '.#*/ '):
+            # Never the whole entry: it holds a password.
+            raise EstateError('every external broker needs a name without ".", "#", "*", "/" or spaces, got %r'
+                              % (name,))
+        if name in seen or name in datacentres:
+            raise EstateError('external broker %s: its name is already %s' % (
+                name, 'a datacentre' if name in datacentres else 'taken by another external broker'))
+        seen.add(name)
+        addresses = broker.get('addresses') or []
+        if not addresses:
+            raise EstateError('external broker %s: addresses is empty; name the addresses it receives' % name)
+        for index, entry in enumerate(addresses):
+            address = entry.get('name') if isinstance(entry, dict) else entry
+            routing_type = (entry.get('routing_type') if isinstance(entry, dict) else None) or 'anycast'
+            if not address or not isinstance(address, str) or '#' in address or '*' in address:
+                raise EstateError('external broker %s: addresses[%s] must be an address without wildcards, got %r'
+                                  % (name, index, entry))
+            if routing_type not in ROUTING_TYPES:
+                raise EstateError('external broker %s: address %s: routing_type %r is not one of %s'
+                                  % (name, address, routing_type, ', '.join(ROUTING_TYPES)))
+            group = group_of_address(normalised, address, active_datacentre)
+            if group is None or group['engine'] != BRIDGE:
+                raise EstateError('external broker %s: address %s is in %s, but only the addresses of an engine '
+                                  'bridge group can go to a broker outside the estate'
+                                  % (name, address, 'address group %s (engine %s)' % (group['name'], group['engine'])
+                                     if group else 'no address group'))
+            found.append({'name': '%s%s.%s' % (EXPORT_QUEUE_PREFIX, name, index),
+                          'divert': '%s%s.%s' % (EXPORT_DIVERT_PREFIX, name, index), 'broker': name,
+                          'address': address, 'routing_type': routing_type, 'group': group['name']})
+    return found
 
 
 def link_targets(groups, datacentres, active_datacentre):

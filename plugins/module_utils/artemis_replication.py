@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    INBOUND_ADDRESS_PREFIX, MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
+    EXPORT_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerNotReady, BrokerUnreachable)
 
@@ -36,7 +36,8 @@ def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
     empty)."""
     name = queue['name']
     if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS') \
-            or name.startswith((OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX)) or name == KEPT_ADDRESS:
+            or name.startswith((OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, EXPORT_QUEUE_PREFIX)) \
+            or name == KEPT_ADDRESS:
         return False
     if include_prefixes and not any(name.startswith(prefix) for prefix in include_prefixes):
         return False
@@ -61,17 +62,20 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             'started': _flag(connection.get('started')),
             'connected': _flag(connection.get('connected')),
             'backlog': backlog.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
+            'external': False,
         })
     outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
-                    if queue['name'].startswith(OUTBOUND_QUEUE_PREFIX))
+                    if queue['name'].startswith((OUTBOUND_QUEUE_PREFIX, EXPORT_QUEUE_PREFIX)))
     # Bridged copies that the replication plugin did not send on to their own address wait here.
     report['unrestored'] = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                                 if queue['name'].startswith(INBOUND_ADDRESS_PREFIX) and _int(queue['messageCount']))
     for bridge in client.bridges():
         if bridge['queue'] in outbound:
             # The outbound queue counts what the bridge has not forwarded yet and what the remote has not confirmed.
+            # An export leads to a broker outside the estate: listed, but not the estate's replication.
             report['links'].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
-                                    'connected': bridge['connected'], 'backlog': outbound[bridge['queue']]})
+                                    'connected': bridge['connected'], 'backlog': outbound[bridge['queue']],
+                                    'external': bridge['queue'].startswith(EXPORT_QUEUE_PREFIX)})
     for queue in queues:
         if is_application_queue(queue, include_prefixes, exclude_prefixes):
             report['queues'].append({
@@ -129,7 +133,8 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     answers and is started; exactly one is live (``live`` if given) and every other one is its backup, in sync
     when the pair replicates its journal; the live broker's mirror links are connected, and so are the links of
     the other datacentres' live brokers that lead here (``link_targets``: {(source datacentre, link name): target
-    datacentre}); no such link holds more than ``max_backlog`` events. An unreachable other datacentre is not a
+    datacentre}); no such link holds more than ``max_backlog`` events. Exports to brokers outside the estate are
+    not looked at: one that is down outside is no reason to stop the estate's restarts. An unreachable other datacentre is not a
     problem here (it may be the one that is down): its links are not looked at. Neither are the links between
     two datacentres when one of them is in ``settling`` (a broker there still runs settings it is about to
     restart with, which its peers may no longer accept, as when the mirrors move to another CA)."""
@@ -165,6 +170,8 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
         if not report.get('live'):
             continue
         for link in report.get('links', []):
+            if link.get('external'):
+                continue
             target = (link_targets or {}).get((report['datacentre'], link['name']))
             if set([report['datacentre'], target]) & set(settling):
                 continue

@@ -78,7 +78,8 @@ brokers:
     links:
       description: Mirror broker connections and the bridge engine's bridges, with C(name), C(engine)
         (C(mirror) or C(bridge)), C(started), C(connected) and C(backlog) (events in the mirror's store-and-forward
-        queue, messages in the bridge's outbound queue).
+        queue, messages in the bridge's outbound queue); a bridge to a broker outside the estate
+        (C(replication_external_brokers)) has C(external=true).
       type: list
       elements: dict
       returned: always
@@ -99,7 +100,7 @@ kept_messages:
   returned: always
   type: int
 backlog:
-  description: Sum of every reachable broker's link backlogs.
+  description: Sum of every reachable broker's link backlogs (the estate's own links, not the exports to brokers outside it).
   returned: always
   type: int
 '''
@@ -129,7 +130,8 @@ def main():
     if not params['queues']:
         reports = [dict(report, queues=[]) for report in reports]
     module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
-                     backlog=sum(link['backlog'] for report in reports for link in report['links']),
+                     backlog=sum(link['backlog'] for report in reports for link in report['links']
+                                 if not link.get('external')),
                      kept_messages=sum(sum(report['kept'].values()) for report in reports))
 
 

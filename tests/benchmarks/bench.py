@@ -135,7 +135,8 @@ def sent_rate(report: list[dict]) -> float:
 
 
 def mirror_backlog(node) -> int:
-    return sum(link.get("backlog") or 0 for link in broker_report(node.management())["links"])
+    return sum(link.get("backlog") or 0 for link in broker_report(node.management())["links"]
+               if not link.get("external"))
 
 
 def wait_mirror_drained(node, timeout: float = 600) -> float:

@@ -42,7 +42,8 @@ def _node(estate, name):
 
 
 def _bridges(node):
-    return {link["name"]: link for link in broker_report(node.management())["links"] if link["engine"] == "bridge"}
+    return {link["name"]: link for link in broker_report(node.management())["links"]
+            if link["engine"] == "bridge" and not link.get("external")}
 
 
 def _kill_under_load(estate, producing, killed, target, label):

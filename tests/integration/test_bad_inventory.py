@@ -135,6 +135,12 @@ def _bridged_full_state_group(hosts, all_vars):
     relay["mode"] = "full_state"
 
 
+def _export_of_a_mirrored_address(hosts, all_vars):
+    # An address of the mirrored group inflow to the broker outside the estate: only a bridged group's can go.
+    [outside] = all_vars["replication_external_brokers"]
+    all_vars["replication_external_brokers"] = [dict(outside, addresses=["inflow.orders"])]
+
+
 def _bridge_engine_without_tls(hosts, all_vars):
     all_vars["replication_tls"] = False
     all_vars["replication_password"] = "long-enough-for-a-test"
@@ -234,6 +240,8 @@ CASES = {
     "bridge engine on a full_state group": (
         _bridged_full_state_group, ["address group relay", "engine bridge", "messages_only"]),
     "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
+    "export of a mirrored address": (
+        _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "engine mirror"]),
     "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
     "two active datacentres": (_two_active_datacentres, ["replication_active_datacentre"]),
     "wildcard in an address name": (_wildcard_address_name, ["broker_addresses", "orders.#"]),

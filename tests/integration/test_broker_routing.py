@@ -1,44 +1,58 @@
-"""The broker's own routing from the inventory (broker_queues, broker_diverts, broker_connectors, broker_bridges): a
-divert and a core bridge carry an address's messages to a plain Artemis broker outside the estate, which the test
-starts itself with nothing but Artemis's defaults and a user, where dc1's connector `outside` (the test bed
-inventory's group_vars/dc1.yml) points; queues, diverts and bridges added and removed in the inventory are reloaded,
-the broker running on."""
+"""The broker's own routing from the inventory (broker_queues, broker_diverts, broker_connectors, broker_bridges), and
+the estate's exports (replication_external_brokers), towards a plain Artemis broker outside the estate that the test
+starts itself on the test bed's controller with nothing but Artemis's defaults and a user: a divert and a core bridge
+carry an address's messages there (dc1's connector `outside`, the test bed inventory's group_vars/dc1.yml); queues,
+diverts and bridges added and removed in the inventory are reloaded, the broker running on; and every datacentre
+exports what was produced there under the bridged group `relay` (group_vars/all/estate.yml) to the same broker."""
 
 import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
+import time
 import uuid
 
 import pytest
 import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    ORIGIN_PROPERTY, exports as estate_exports)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import CONTROLLER, REPO_ROOT, TESTBED_INVENTORY, artemis_cli, cli_message_count, run_playbook
 
 
-def _outside_connector():
-    with open(os.path.join(TESTBED_INVENTORY, "group_vars", "dc1.yml")) as handle:
-        connectors = yaml.safe_load(handle)["broker_connectors"]
-    return next(connector for connector in connectors if connector["name"] == "outside")
+def _inventory_file(*path):
+    with open(os.path.join(TESTBED_INVENTORY, *path)) as handle:
+        return yaml.safe_load(handle)
 
 
-@pytest.fixture
-def outside_broker(tmp_path):
-    """A plain Artemis broker where dc1's connector `outside` points: `artemis create` with a user and its defaults,
-    core only."""
-    connector = _outside_connector()
-    assert connector["host"] == CONTROLLER, "the connector `outside` must point at the test bed's controller"
-    instance, port = tmp_path / "outside", connector["port"]
-    user, password = "outside", secrets.token_urlsafe(16)
+def _outside_broker_settings():
+    """The external broker of the inventory (replication_external_brokers) and dc1's connector `outside`: one
+    broker, on the controller."""
+    external = _inventory_file("group_vars", "all", "estate.yml")["replication_external_brokers"][0]
+    connector = next(connector for connector in _inventory_file("group_vars", "dc1.yml")["broker_connectors"]
+                     if connector["name"] == "outside")
+    assert external["hosts"] == [{"host": connector["host"], "port": connector["port"]}] \
+        and connector["host"] == CONTROLLER, "the connector `outside` and the external broker must be one, on the controller"
+    password = _inventory_file("group_vars", "all", "secrets.yml")["outside_broker_password"]
+    return external, connector["port"], password
+
+
+@pytest.fixture(scope="module")
+def outside_broker(tmp_path_factory):
+    """A plain Artemis broker where the inventory's external broker `outside` is: `artemis create` with a user (the
+    test bed's generated password) and its defaults, on one port (core, AMQP and the rest, no TLS)."""
+    external, port, password = _outside_broker_settings()
+    workdir = tmp_path_factory.mktemp("outside")
+    instance, user = workdir / "outside", external["user"]
     subprocess.run([artemis_cli(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
                     "--default-port", str(port), "--user", user, "--password", password, "--require-login",
                     "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
                     "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
-    log = open(tmp_path / "outside.log", "w")
+    log = open(workdir / "outside.log", "w")
     process = subprocess.Popen([str(instance / "bin" / "artemis"), "run"], stdout=log, stderr=subprocess.STDOUT)
 
     def accepting():
@@ -46,8 +60,8 @@ def outside_broker(tmp_path):
             return client.connect_ex((CONTROLLER, port)) == 0 or None
 
     amqp.wait_for(accepting, timeout=60, description="the outside broker's acceptor")
-    yield {"host": CONTROLLER, "port": port, "user": user, "password": password,
-           "url": f"tcp://{CONTROLLER}:{port}"}
+    yield {"name": external["name"], "host": CONTROLLER, "port": port, "user": user, "password": password,
+           "url": f"tcp://{CONTROLLER}:{port}", "amqp_url": f"amqp://{CONTROLLER}:{port}"}
     process.terminate()
     try:
         process.wait(timeout=60)
@@ -55,6 +69,14 @@ def outside_broker(tmp_path):
         process.kill()
         process.wait()
     log.close()
+
+
+def _create_queue_outside(outside_broker, address):
+    """A core bridge forwards only to an address that has a queue: the outside broker's application creates it."""
+    subprocess.run([artemis_cli(), "queue", "create", "--url", outside_broker["url"], "--user", outside_broker["user"],
+                    "--password", outside_broker["password"], "--name", address, "--address", address, "--anycast",
+                    "--durable", "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
+                   timeout=120, cwd=REPO_ROOT)
 
 
 def _site_with(inventory, dc1_vars):
@@ -80,11 +102,7 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     }
     inventory = tmp_path / "inventory"
     shutil.copytree(TESTBED_INVENTORY, inventory)
-    # A core bridge forwards only to an address that has a queue: the outside broker's application creates it.
-    subprocess.run([artemis_cli(), "queue", "create", "--url", outside_broker["url"], "--user", outside_broker["user"],
-                    "--password", outside_broker["password"], "--name", address, "--address", address, "--anycast",
-                    "--durable", "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
-                   timeout=120, cwd=REPO_ROOT)
+    _create_queue_outside(outside_broker, address)
 
     # The connector was there from the start: queues, divert and bridge are reloaded, the broker running on.
     pid = estate.broker_pids(dc1)
@@ -115,3 +133,37 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
                   description=f"25 messages on {address} at dc1")
     assert dc1.message_count(outbound) == 0
     assert cli_message_count(*outside, address) == 20
+
+
+def test_every_datacentre_exports_what_it_took_of_a_bridged_address_to_a_broker_outside_the_estate(
+        estate, outside_broker):
+    groups = estate.inventory_vars()["replication_address_groups"]
+    datacentres = sorted({node.dc for node in estate.nodes})
+    [export] = estate_exports(groups, [_outside_broker_settings()[0]], datacentres, "dc1")
+    address = export["address"]
+    _create_queue_outside(outside_broker, address)
+    nodes = [estate.dc(name) for name in datacentres]
+    run = uuid.uuid4().hex[:8]
+    produced = dict((node.dc, amqp.send(node.amqp_url, node.user, node.password, address, 30,
+                                        id_prefix=f"{address}-{run}-{node.dc}")) for node in nodes)
+    everything = sorted(message_id for ids in produced.values() for message_id in ids)
+    outside = (outside_broker["url"], outside_broker["user"], outside_broker["password"])
+    amqp.wait_for(lambda: cli_message_count(*outside, address), lambda count: count >= len(everything), timeout=120,
+                  description=f"{len(everything)} messages of {address} at the outside broker")
+    for node in nodes:
+        amqp.wait_for(lambda: [link for link in broker_report(node.management())["links"] if link.get("external")],
+                      lambda links: [(link["name"], link["connected"], link["backlog"]) for link in links]
+                      == [(export["name"], True, 0)], timeout=60,
+                      description=f"{node.name}'s export {export['name']} connected and drained")
+    # The copies that crossed between datacentres carry their origin: no datacentre exports them again.
+    time.sleep(10)
+    assert cli_message_count(*outside, address) == len(everything)
+    received = amqp.receive(outside_broker["amqp_url"], outside_broker["user"], outside_broker["password"], address,
+                            len(everything), timeout=60)
+    assert sorted(message.id for message in received) == everything
+    origins = dict((message.id, message.properties.get(ORIGIN_PROPERTY)) for message in received)
+    assert all(origins[message_id] == datacentre for datacentre, ids in produced.items() for message_id in ids)
+    # Inside the estate the group carried them as ever: every datacentre holds each once.
+    for node in nodes:
+        held = amqp.receive(node.amqp_url, node.user, node.password, address, len(everything), timeout=60)
+        assert sorted(message.id for message in held) == everything, node.name

@@ -123,7 +123,8 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
     assert "relay" not in set(connection["group"] for connection in connections)
     catch_all = [connection for connection in connections if connection["group"] == "all"][0]
     # The bridge engine's outbound and inbound addresses are each datacentre's own.
-    assert catch_all["address_filter"] == "!inflow.,!east.,!relay.,!feed.,!continuity.out.,!continuity.in."
+    assert catch_all["address_filter"] == ("!inflow.,!east.,!relay.,!feed.,!continuity.out.,!continuity.in.,"
+                                           "!continuity.export.")
     targets = artemis_estate.link_targets(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
     assert targets[("dc2", "continuity.out.relay.dc1")] == "dc1"
 
@@ -138,3 +139,38 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
 def test_a_group_the_bridge_engine_cannot_carry_is_refused_by_name(group, message):
     with pytest.raises(artemis_estate.EstateError, match=message):
         artemis_estate.normalise_groups([group], "dc1")
+
+
+def test_each_exported_address_gets_an_export_queue_a_divert_and_a_bridge_named_after_its_broker():
+    external = [{"name": "legacy", "password": "not-read", "addresses": ["relay.orders", {"name": "feed.prices",
+                                                                                          "routing_type": "multicast"}]},
+                {"name": "archive", "addresses": [{"name": "relay.orders"}]}]
+    assert artemis_estate.exports(BRIDGED_GROUPS, external, ["dc1", "dc2"], "dc1") == [
+        {"name": "continuity.export.legacy.0", "divert": "continuity.divert-export.legacy.0", "broker": "legacy",
+         "address": "relay.orders", "routing_type": "anycast", "group": "relay"},
+        {"name": "continuity.export.legacy.1", "divert": "continuity.divert-export.legacy.1", "broker": "legacy",
+         "address": "feed.prices", "routing_type": "multicast", "group": "relay"},
+        {"name": "continuity.export.archive.0", "divert": "continuity.divert-export.archive.0", "broker": "archive",
+         "address": "relay.orders", "routing_type": "anycast", "group": "relay"}]
+    assert artemis_estate.exports(BRIDGED_GROUPS, [], ["dc1", "dc2"], "dc1") == []
+
+
+@pytest.mark.parametrize("external, message", [
+    ({"name": "legacy", "addresses": ["inflow.x"]}, "legacy: address inflow.x is in address group inflow \\(engine mirror"),
+    ({"name": "legacy", "addresses": ["other.x"], "password": "s3cret"}, "legacy: address other.x is in address group all"),
+    ({"name": "legacy", "addresses": ["relay.#"]}, "legacy: addresses\\[0\\] must be an address without wildcards"),
+    ({"name": "legacy", "addresses": [{"name": "relay.x", "routing_type": "both"}]}, "legacy: address relay.x: routing_type"),
+    ({"name": "legacy", "addresses": []}, "legacy: addresses is empty"),
+    ({"name": "dc2", "addresses": ["relay.x"]}, "external broker dc2: its name is already a datacentre"),
+    ({"name": "a.b", "password": "s3cret", "addresses": ["relay.x"]}, "got 'a.b'"),
+])
+def test_an_export_the_estate_cannot_make_is_refused_by_name(external, message):
+    with pytest.raises(artemis_estate.EstateError, match=message) as refused:
+        artemis_estate.exports(BRIDGED_GROUPS, [external], ["dc1", "dc2"], "dc1")
+    assert "s3cret" not in str(refused.value)
+
+
+def test_an_external_broker_named_twice_is_refused():
+    external = {"name": "legacy", "addresses": ["relay.x"]}
+    with pytest.raises(artemis_estate.EstateError, match="legacy: its name is already taken"):
+        artemis_estate.exports(BRIDGED_GROUPS, [external, external], ["dc1", "dc2"], "dc1")

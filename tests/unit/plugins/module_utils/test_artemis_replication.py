@@ -71,3 +71,13 @@ def test_links_to_a_datacentre_that_still_waits_for_a_restart_do_not_count_yet()
 def test_an_unreachable_other_datacentre_is_not_held_against_this_one():
     reports = _pair() + [{"name": "b1", "datacentre": "dc2", "reachable": False, "live": False, "links": []}]
     assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == []
+
+
+def test_an_export_to_a_broker_outside_the_estate_is_not_held_against_the_datacentre():
+    reports = _pair()
+    reports[0]["links"].append({"name": "continuity.export.archive.0", "engine": "bridge", "connected": False,
+                                "backlog": 5000, "external": True})
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, max_backlog=1000) == []
+    reports[0]["links"][-1]["external"] = False
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == [
+        "bridge continuity.export.archive.0 of a1 is not connected"]
