@@ -241,7 +241,7 @@ CASES = {
         _bridged_full_state_group, ["address group relay", "engine bridge", "messages_only"]),
     "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
     "export of a mirrored address": (
-        _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "engine mirror"]),
+        _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "address group inflow"]),
     "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
     "two active datacentres": (_two_active_datacentres, ["replication_active_datacentre"]),
     "wildcard in an address name": (_wildcard_address_name, ["broker_addresses", "orders.#"]),
