@@ -60,8 +60,8 @@ def converged_back(estate):
 def dc1_active_at_the_end(estate):
     """After a test that moved the `all` group around (swapover, failover): every node up with its broker running
     (site.yml on those whose broker is not), and `all` swapped back to dc1. These tests change no setting; anything a
-    swapover there and back left different from the inventory, the idempotence test of test_site.py (after the
-    failover and installed-collection tests) would see."""
+    swapover there and back left different from the inventory, the installed collection's site.yml run (which must
+    change nothing, after the failover test) would see."""
     yield estate
     for node in estate.nodes:
         _testbed("start-node", node.name, check=False)

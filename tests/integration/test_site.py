@@ -3,22 +3,34 @@ queue creation to every other datacentre (two in the default run, three in the s
 
 import os
 import shutil
+import subprocess
 import time
 import uuid
+
+import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import queue_mbean
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support.estate import TESTBED_INVENTORY, generated_secrets, run_playbook
 
 
+@pytest.mark.systemd  # three datacentres on the role's systemd path; Molecule's idempotence covers the plain nodes
 def test_a_second_run_from_a_fresh_copy_of_the_inventory_changes_and_restarts_nothing(estate, tmp_path):
-    """As under AWX or Automation Controller, where each job gets a new temporary copy of the inventory: the PKI is
-    kept outside it (replication_tls_pki_dir), so nothing is generated again, changed or restarted."""
+    """As under AWX or Automation Controller, where each job gets a new temporary copy of the inventory and its
+    secrets from a vault credential: the PKI is kept outside the inventory (replication_tls_pki_dir), so nothing is
+    generated again, changed or restarted, and no secret is printed, even verbose."""
     pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
     job_inventory = tmp_path / "job-inventory"
     shutil.copytree(TESTBED_INVENTORY, job_inventory)
+    secrets = job_inventory / "group_vars" / "all" / "secrets.yml"
+    vault_password = tmp_path / "vault-password"
+    vault_password.write_text("correct horse battery staple\n")
+    subprocess.run(["ansible-vault", "encrypt", "--vault-password-file", str(vault_password), str(secrets)],
+                   check=True, capture_output=True)
+    assert secrets.read_text().startswith("$ANSIBLE_VAULT;")
     started = time.monotonic()
-    result = run_playbook("site.yml", inventory=str(job_inventory))
+    result = run_playbook("site.yml", inventory=str(job_inventory),
+                          extra_args=["--vault-password-file", str(vault_password), "-v"])
     estate.record_timing("site_idempotent_rerun_s", time.monotonic() - started)
     assert result.rc == 0, result.output[-6000:]
     recap = result.recap()
