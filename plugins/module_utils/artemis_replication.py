@@ -47,7 +47,7 @@ def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
 def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     """One broker's state. Raises ManagementError when it cannot be read."""
     status = client.status()
-    report = dict(status, reachable=True, links=[], queues=[], kept={}, unrestored={})
+    report = dict(status, reachable=True, links=[], exports=[], queues=[], kept={}, unrestored={})
     if not status['live']:
         return report  # a backup holds no queues of its own until it takes over
     queues = client.queues()
@@ -62,7 +62,6 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             'started': _flag(connection.get('started')),
             'connected': _flag(connection.get('connected')),
             'backlog': backlog.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
-            'external': False,
         })
     outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                     if queue['name'].startswith((OUTBOUND_QUEUE_PREFIX, EXPORT_QUEUE_PREFIX)))
@@ -72,10 +71,10 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     for bridge in client.bridges():
         if bridge['queue'] in outbound:
             # The outbound queue counts what the bridge has not forwarded yet and what the remote has not confirmed.
-            # An export leads to a broker outside the estate: listed, but not the estate's replication.
-            report['links'].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
-                                    'connected': bridge['connected'], 'backlog': outbound[bridge['queue']],
-                                    'external': bridge['queue'].startswith(EXPORT_QUEUE_PREFIX)})
+            # An export leads to a broker outside the estate: reported apart, as it is not the estate's replication.
+            kind = 'exports' if bridge['queue'].startswith(EXPORT_QUEUE_PREFIX) else 'links'
+            report[kind].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
+                                 'connected': bridge['connected'], 'backlog': outbound[bridge['queue']]})
     for queue in queues:
         if is_application_queue(queue, include_prefixes, exclude_prefixes):
             report['queues'].append({
@@ -102,10 +101,11 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
             entry.update(broker_report(ArtemisManagement.from_params(broker, params),
                                        include_prefixes, exclude_prefixes))
         except BrokerUnreachable as exc:
-            entry.update(reachable=False, error=str(exc), live=False, links=[], queues=[], kept={}, unrestored={})
-        except BrokerNotReady as exc:
-            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], queues=[], kept={},
+            entry.update(reachable=False, error=str(exc), live=False, links=[], exports=[], queues=[], kept={},
                          unrestored={})
+        except BrokerNotReady as exc:
+            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], exports=[], queues=[],
+                         kept={}, unrestored={})
         reports.append(entry)
     return reports
 
@@ -170,8 +170,6 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
         if not report.get('live'):
             continue
         for link in report.get('links', []):
-            if link.get('external'):
-                continue
             target = (link_targets or {}).get((report['datacentre'], link['name']))
             if set([report['datacentre'], target]) & set(settling):
                 continue

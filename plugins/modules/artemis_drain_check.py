@@ -103,7 +103,7 @@ def look(params):
     reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     source = [report for report in reports if report['datacentre'] == params['source_datacentre']]
     backlog = dict(('%s/%s' % (report['name'], link['name']), link['backlog'])
-                   for report in source for link in report['links'] if not link.get('external'))
+                   for report in source for link in report['links'])
     out_of_sync = []
     if params['compare_queues']:
         out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]

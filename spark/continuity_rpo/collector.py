@@ -49,8 +49,6 @@ def sample(config: dict, now: float) -> tuple[list[dict], list[dict], list[dict]
                                    message_count=queue["message_count"], delivering_count=queue["delivering_count"],
                                    consumer_count=queue["consumer_count"]))
         for link in report["links"]:
-            if link.get("external"):  # an export outside the estate is no replication link of it
-                continue
             link_rows.append(dict(where, link=link["name"], connected=link["connected"], backlog=link["backlog"],
                                   target_datacentre=targets.get((broker["datacentre"], link["name"]))))
         if report["live"]:

@@ -151,7 +151,7 @@ def test_every_datacentre_exports_what_it_took_of_a_bridged_address_to_a_broker_
     amqp.wait_for(lambda: cli_message_count(*outside, address), lambda count: count >= len(everything), timeout=120,
                   description=f"{len(everything)} messages of {address} at the outside broker")
     for node in nodes:
-        amqp.wait_for(lambda: [link for link in broker_report(node.management())["links"] if link.get("external")],
+        amqp.wait_for(lambda: broker_report(node.management())["exports"],
                       lambda links: [(link["name"], link["connected"], link["backlog"]) for link in links]
                       == [(export["name"], True, 0)], timeout=60,
                       description=f"{node.name}'s export {export['name']} connected and drained")

@@ -184,9 +184,8 @@ def test_producer_survives_a_broker_crash_and_its_ledger_stays_honest(estate):
     assert all(n == 1 for n in stored.values()), "a message is stored twice"
     assert accepted <= set(stored), f"lost: {sorted(accepted - set(stored))[:10]}"
     assert set(stored) <= accepted | uncertain, "stored a message that was not accepted"
-    # The tests after this one start from an estate whose mirror links are all connected again (its exports to the
-    # broker outside the estate lead to one the tests start only for themselves).
+    # The tests after this one start from an estate whose mirror links are all connected again.
     for node in estate.nodes:
         amqp.wait_for(lambda: [link["name"] for link in broker_report(node.management())["links"]
-                               if not link["connected"] and not link.get("external")], lambda down: not down,
+                               if not link["connected"]], lambda down: not down,
                       timeout=60, interval=0.5)

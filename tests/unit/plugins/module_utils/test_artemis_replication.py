@@ -1,6 +1,7 @@
 """What keeps a datacentre from being healthy (artemis_health, the rolling restart's gate), on known reports."""
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import assess_datacentre
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
+    assess_datacentre, broker_report)
 
 
 def _broker(name, datacentre, live, backup=False, replica_sync=True, shared_store=False, links=(), **extra):
@@ -73,11 +74,39 @@ def test_an_unreachable_other_datacentre_is_not_held_against_this_one():
     assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == []
 
 
-def test_an_export_to_a_broker_outside_the_estate_is_not_held_against_the_datacentre():
-    reports = _pair()
-    reports[0]["links"].append({"name": "continuity.export.archive.0", "engine": "bridge", "connected": False,
-                                "backlog": 5000, "external": True})
-    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, max_backlog=1000) == []
-    reports[0]["links"][-1]["external"] = False
-    assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == [
-        "bridge continuity.export.archive.0 of a1 is not connected"]
+class _Broker:
+    """What the management client answers for a live broker of a bridge group that also exports to an outside
+    broker: one mirror connection, a bridge to another datacentre and an export, each with its outbound queue."""
+
+    def status(self):
+        return {"started": True, "live": True, "backup": False, "replica_sync": False, "shared_store": False,
+                "version": "2.56.0", "node_id": "n1"}
+
+    def broker_connections(self):
+        return [{"name": "dc2_all", "started": "true", "connected": "true"}]
+
+    def bridges(self):
+        return [{"name": "continuity.out.relay.dc2", "queue": "continuity.out.relay.dc2", "connected": True,
+                 "pending": 0},
+                {"name": "continuity.export.archive.0", "queue": "continuity.export.archive.0", "connected": False,
+                 "pending": 0}]
+
+    def queues(self):
+        def queue(name, count):
+            return {"name": name, "address": name, "routingType": "ANYCAST", "messageCount": str(count),
+                    "deliveringCount": "0", "consumerCount": "0", "paused": "false"}
+        return [queue("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", 3), queue("continuity.out.relay.dc2", 7),
+                queue("continuity.export.archive.0", 5000), queue("orders", 1)]
+
+
+def test_an_export_to_a_broker_outside_the_estate_is_reported_apart_from_the_estate_links():
+    report = broker_report(_Broker())
+    assert [(link["name"], link["engine"], link["connected"], link["backlog"]) for link in report["links"]] == [
+        ("dc2_all", "mirror", True, 3), ("continuity.out.relay.dc2", "bridge", True, 7)]
+    assert [(link["name"], link["connected"], link["backlog"]) for link in report["exports"]] == [
+        ("continuity.export.archive.0", False, 5000)]
+    # So the health gate (and the drain check, the swapover's verification, the collector) never see it.
+    reports = [dict(report, name="a1", datacentre="dc1", reachable=True)]
+    assert assess_datacentre(reports, "dc1", link_targets={("dc1", "dc2_all"): "dc2",
+                                                           ("dc1", "continuity.out.relay.dc2"): "dc2"},
+                             max_backlog=10) == []
