@@ -32,8 +32,9 @@ def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles
 
     Artemis applies only the most specific match to an address, so: the administrator is granted everything on
     every match; every staged prefix gets a match of its own, on which the roles granted on ``#`` apply; on a match
-    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) and
-    ``UNSTAGED_MATCHES`` are never staged.
+    that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) keep their
+    grants on a staged match, and clients keep theirs on ``UNSTAGED_MATCHES``; a peer's match is staged for clients
+    like any other (the bridge engine's peer match is a group's own ``P#``).
     """
     for entry in staging:
         if not isinstance(entry, dict) or not isinstance(entry.get("prefix"), str) or "staged" not in entry:
@@ -48,8 +49,7 @@ def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles
         inherits = match not in client_matches and match in staged_matches + unstaged_matches
         clients = [role for role in roles if role.get("match", "#") == ("#" if inherits else match)]
         entry = staging_entry(match, staging)
-        exempt = match in peer_matches or match in unstaged_matches
-        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and not exempt else ()
+        withheld = STAGED_PERMISSIONS if entry and entry["staged"] and match not in unstaged_matches else ()
 
         permissions = {}
         for permission in all_permissions:

@@ -59,6 +59,18 @@ def test_peer_roles_keep_their_grants_on_a_staged_site():
     assert settings["$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all"]["consume"] == ["amq"]
 
 
+def test_clients_are_staged_on_a_match_a_peer_also_holds_and_the_peer_keeps_its_grant():
+    """The bridge engine's peer role sends copies to the group's own addresses (match ``P#``): at a passive site the
+    clients lose send and consume there, the replication user does not."""
+    bridge_peer = {"name": "replication", "match": "relay.#", "permissions": ["send", "createDurableQueue"]}
+    staging = [{"prefix": "", "staged": False}, {"prefix": "relay.", "staged": True}]
+    settings = _by_match(artemis_security_settings([APP], "amq", PERMISSIONS, staging=staging,
+                                                   peer_roles=[bridge_peer]))
+    assert settings["relay.#"] == {"send": ["amq", "replication"], "consume": ["amq"], "browse": ["amq", "app"],
+                                   "createDurableQueue": ["amq", "app", "replication"]}
+    assert settings["#"]["consume"] == ["amq", "app"]
+
+
 @pytest.mark.parametrize("entry", [{"staged": True}, {"prefix": "a."}, "a."])
 def test_malformed_staging_entries_are_refused(entry):
     with pytest.raises(AnsibleFilterError, match="staging entry"):
