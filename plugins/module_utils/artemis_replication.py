@@ -44,10 +44,15 @@ def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
     return not any(name.startswith(prefix) for prefix in exclude_prefixes)
 
 
+def _nothing_read():
+    """What a report holds before anything of the broker is read (and stays so when it cannot be)."""
+    return dict(links=[], exports=[], queues=[], kept={}, unrestored={})
+
+
 def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     """One broker's state. Raises ManagementError when it cannot be read."""
     status = client.status()
-    report = dict(status, reachable=True, links=[], exports=[], queues=[], kept={}, unrestored={})
+    report = dict(status, reachable=True, **_nothing_read())
     if not status['live']:
         return report  # a backup holds no queues of its own until it takes over
     queues = client.queues()
@@ -101,11 +106,9 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
             entry.update(broker_report(ArtemisManagement.from_params(broker, params),
                                        include_prefixes, exclude_prefixes))
         except BrokerUnreachable as exc:
-            entry.update(reachable=False, error=str(exc), live=False, links=[], exports=[], queues=[], kept={},
-                         unrestored={})
+            entry.update(reachable=False, error=str(exc), live=False, **_nothing_read())
         except BrokerNotReady as exc:
-            entry.update(reachable=True, started=False, error=str(exc), live=False, links=[], exports=[], queues=[],
-                         kept={}, unrestored={})
+            entry.update(reachable=True, started=False, error=str(exc), live=False, **_nothing_read())
         reports.append(entry)
     return reports
 
