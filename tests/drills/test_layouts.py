@@ -4,9 +4,12 @@ datacentre ends up with every message the producer had acknowledged.
 
 One test bed of three datacentres of two nodes, one layout each (an estate may mix them): dc1 shared nothing with
 ZooKeeper, dc2 shared nothing, dc3 shared store; each owns a group (dc1 `all`, dc2 `east`, dc3 `west`, added here),
-and each loses its primary in turn, so the later ones mirror to pairs whose backup is live. `pytest -m layouts`.
+and each loses its primary in turn, so the later ones mirror to pairs whose backup is live.
+
+A drill (make drills): figures go to tests/drills/results/layouts_3x2.json.
 """
 
+import json
 import os
 import time
 import uuid
@@ -17,9 +20,9 @@ import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import group_of_address
 from support import prometheus
-from support.estate import Estate, generated_secrets, layout_inventory, run_module, run_playbook
+from support.estate import REPO_ROOT, Estate, generated_secrets, layout_inventory, run_module, run_playbook
 
-pytestmark = pytest.mark.layouts
+RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 
 RATE = 200
 # Per datacentre: its layout, whether its pair locks in ZooKeeper, and the prefix of the group it owns.
@@ -45,9 +48,8 @@ def layout_estate(tmp_path):
     started = time.monotonic()
     first = run_playbook("site.yml", inventory=inventory)
     assert first.rc == 0, first.output[-6000:]
-    estate = Estate.from_testbed()
-    estate.record_timing("layouts.site_converge_s", time.monotonic() - started)
-    yield estate, inventory, estate_vars["replication_address_groups"]
+    figures = {"site_converge_s": round(time.monotonic() - started, 1)}
+    yield Estate.from_testbed(), inventory, estate_vars["replication_address_groups"], figures
     if os.environ.get("KEEP_TESTBED") != "1":
         Estate.testbed("down")
 
@@ -79,7 +81,7 @@ def _why_missing(queue, producer, accepted, backup, target, connection):
 
 
 def test_layouts_reconverge_and_each_survives_the_loss_of_its_primary(layout_estate):
-    estate, inventory, groups = layout_estate
+    estate, inventory, groups, figures = layout_estate
     second = run_playbook("site.yml", inventory=inventory)
     assert second.rc == 0, second.output[-6000:]
     assert all(counters["changed"] == 0 for counters in second.recap().values()), second.recap()
@@ -92,13 +94,19 @@ def test_layouts_reconverge_and_each_survives_the_loss_of_its_primary(layout_est
         assert ("lockmanager.zookeeper.CuratorDistributedLockManager" in broker_xml) == zookeeper, dc
     live = {dc: _node(estate, f"{dc}-node1") for dc in LAYOUTS}
     for dc, (layout, zookeeper, prefix) in LAYOUTS.items():
-        _kill_the_primary_under_load(estate, live, dc, layout + ("+zookeeper" if zookeeper else ""), prefix, groups)
+        figures[layout + ("+zookeeper" if zookeeper else "")] = _kill_the_primary_under_load(
+            estate, live, dc, prefix, groups)
         live[dc] = _node(estate, f"{dc}-node2")
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "layouts_3x2.json"), "w") as handle:
+        json.dump(figures, handle, indent=2, sort_keys=True)
 
 
-def _kill_the_primary_under_load(estate, live, dc, layout, prefix, groups):
+def _kill_the_primary_under_load(estate, live, dc, prefix, groups):
     """SIGKILL of ``dc``'s primary while a producer sends to a queue of the group ``dc`` owns (addresses under
-    ``prefix``): every other datacentre's live broker ends up with every accepted message, once."""
+    ``prefix``): every other datacentre's live broker ends up with every accepted message, once. Returns the
+    drill's figures."""
+    figures = {}
     primary, backup = _node(estate, f"{dc}-node1"), _node(estate, f"{dc}-node2")
     targets = {other: node for other, node in live.items() if other != dc}
     queue = f"{prefix}layout.{uuid.uuid4().hex[:12]}"
@@ -115,7 +123,7 @@ def _kill_the_primary_under_load(estate, live, dc, layout, prefix, groups):
     for other, target in targets.items():
         reconciled, output = run_module("artemis_reconcile", dict(estate.management_args(), datacentre=other))
         assert not reconciled.get("failed"), output[-3000:]
-        estate.record_timing(f"{layout}.first_message_kept_and_reconciled_at_{other}", len(reconciled["reconciled"]))
+        _figure(figures, f"first_message_kept_and_reconciled_at_{other}", len(reconciled["reconciled"]))
         assert set(first) <= {m.id for m in amqp.browse(target.amqp_url, target.user, target.password, queue)}
     producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
     producer.start()
@@ -133,11 +141,11 @@ def _kill_the_primary_under_load(estate, live, dc, layout, prefix, groups):
     producer.stop()
     reconnected = reconnections()
     assert _active(backup) == 1, f"{backup.name} is live but its metrics do not say so"
-    estate.record_timing(f"{layout}.producer_reconnected_after_kill_s", reconnected[0] - killed)
+    _figure(figures, "producer_reconnected_after_kill_s", reconnected[0] - killed)
     accepted = set(producer.accepted_ids())
     uncertain = set(producer.uncertain_ids())
-    estate.record_timing(f"{layout}.failover_accepted_msgs", len(accepted))
-    estate.record_timing(f"{layout}.failover_uncertain_msgs", len(uncertain))
+    _figure(figures, "failover_accepted_msgs", len(accepted))
+    _figure(figures, "failover_uncertain_msgs", len(uncertain))
 
     for other, target in targets.items():
         try:
@@ -148,8 +156,13 @@ def _kill_the_primary_under_load(estate, live, dc, layout, prefix, groups):
         ids = [m.id for m in on_target]
         lost = accepted - set(ids)
         duplicates = len(ids) - len(set(ids))
-        estate.record_timing(f"{layout}.failover_lost_msgs_at_{other}", len(lost))
-        estate.record_timing(f"{layout}.failover_duplicate_msgs_at_{other}", duplicates)
-        estate.record_timing(f"{layout}.failover_uncertain_present_at_{other}", len(uncertain & set(ids)))
+        _figure(figures, f"failover_lost_msgs_at_{other}", len(lost))
+        _figure(figures, f"failover_duplicate_msgs_at_{other}", duplicates)
+        _figure(figures, f"failover_uncertain_present_at_{other}", len(uncertain & set(ids)))
         assert not lost
         assert set(ids) <= accepted | uncertain | set(first), f"{other} holds messages the producer never sent"
+    return figures
+
+
+def _figure(figures, name, value):
+    figures[name] = round(value, 3)
