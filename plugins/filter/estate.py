@@ -25,6 +25,9 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
             'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
+            'peer_roles': dict((datacentre, artemis_estate.peer_roles(address_groups, datacentre))
+                               for datacentre in datacentres),
+            'replication_role': artemis_estate.REPLICATION_ROLE,
         }
     except artemis_estate.EstateError as exc:
         raise AnsibleFilterError('estate: %s' % exc)

@@ -38,6 +38,11 @@ ORIGIN_PROPERTY = 'continuity_origin'
 # address a divert into an export queue and a bridge from it that delivers to that same address.
 EXPORT_QUEUE_PREFIX = 'continuity.export.'
 EXPORT_DIVERT_PREFIX = 'continuity.divert-export.'
+# The security role the brokers of the other datacentres log in with (by password, or by certificate over TLS).
+REPLICATION_ROLE = 'replication'
+# A bridge's copy goes on (the broker plugin) to its own address at the remote datacentre, creating a queue the
+# application created at its source at runtime; security is checked there, on the copy's own address.
+BRIDGE_PEER_PERMISSIONS = ('send', 'createAddress', 'createDurableQueue')
 
 
 class EstateError(ValueError):
@@ -120,6 +125,23 @@ def staging(groups, datacentre, active_datacentre):
     staged = [group['name'] for group in normalise_groups(groups, active_datacentre)
               if group['mode'] == FULL_STATE and group['owner'] != datacentre]
     return prefix_entries(groups, staged)
+
+
+def peer_roles(groups, datacentre):
+    """What the brokers of the other datacentres may do at a broker of ``datacentre`` (``[{name, match,
+    permissions}]``, the broker role's ``broker_peer_roles``): a mirror only sends to its store-and-forward address
+    there (named after the connection: the datacentre and the group), and the target applies messages,
+    acknowledgements and queue changes itself; a bridge sends to its group's inbound address and, through the broker
+    plugin, to the group's own addresses. Nothing else is granted."""
+    roles = []
+    for group in normalise_groups(groups, None):
+        roles.append({'name': REPLICATION_ROLE, 'match': '%s%s_%s' % (MIRROR_QUEUE_PREFIX, datacentre, group['name']),
+                      'permissions': ['send']})
+        if group['engine'] == BRIDGE:
+            roles.append({'name': REPLICATION_ROLE, 'match': inbound_address(group['name']), 'permissions': ['send']})
+            roles += [{'name': REPLICATION_ROLE, 'match': prefix + '#', 'permissions': list(BRIDGE_PEER_PERMISSIONS)}
+                      for prefix in group['addresses']]
+    return roles
 
 
 def _address_filter(group, groups):

@@ -176,7 +176,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     as_json, check_address, differs, group_address_settings)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    ENGINES, FULL_STATE, MIRROR, MODES, full_state_groups, prefix_entries)
+    ENGINES, FULL_STATE, MIRROR, MODES, REPLICATION_ROLE, full_state_groups, peer_roles, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -185,11 +185,16 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_securit
 
 
 def desired_settings(params, selected):
-    """{match: {permission: [roles]}} for the matches of the selected groups, in the requested state."""
+    """{match: {permission: [roles]}} for the client matches of the selected groups, in the requested state: what
+    broker.xml says in that state, the other datacentres' brokers keeping their grants there (the bridge engine's
+    peers deliver to a group's own addresses). Matches only peers hold never change with the state."""
     staging = prefix_entries(params['address_groups'], selected if params['state'] == 'passive' else [])
-    settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging)
+    client_matches = set(setting['match'] for setting in
+                         security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging))
+    settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging,
+                                 peer_roles(params['address_groups'], params['datacentre']))
     return dict((setting['match'], setting['permissions']) for setting in settings
-                if setting['match'] not in UNSTAGED_MATCHES
+                if setting['match'] in client_matches and setting['match'] not in UNSTAGED_MATCHES
                 and (staging_entry(setting['match'], staging) or {}).get('group') in selected)
 
 
@@ -233,9 +238,11 @@ def live_settings(client, matches):
 
 
 def clients_may_act(settings, admin_role):
-    """The matches on which a role other than the administrator may send or consume."""
+    """The matches on which a client may send or consume: a role other than the administrator and the other
+    datacentres' brokers."""
+    not_clients = set([admin_role, REPLICATION_ROLE])
     return sorted(match for match, permissions in settings.items()
-                  if any(set(permissions.get(permission, [])) - set([admin_role]) for permission in STAGED_PERMISSIONS))
+                  if any(set(permissions.get(permission, [])) - not_clients for permission in STAGED_PERMISSIONS))
 
 
 BrokerPlan = namedtuple('BrokerPlan', 'broker client live changes connections address_setting_changes')

@@ -129,6 +129,21 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
     assert targets[("dc2", "continuity.out.relay.dc1")] == "dc1"
 
 
+def test_peers_may_send_to_their_mirror_address_and_a_bridged_group_s_inbound_and_own_addresses_only():
+    groups = TESTBED_GROUPS + [{"name": "relay", "addresses": ["relay.", "audit."], "mode": "messages_only",
+                                "engine": "bridge"}]
+    roles = artemis_estate.peer_roles(groups, "dc2")
+    assert {role["name"] for role in roles} == {artemis_estate.REPLICATION_ROLE}
+    assert [(role["match"], role["permissions"]) for role in roles] == [
+        ("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_inflow", ["send"]),
+        ("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", ["send"]),
+        ("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_east", ["send"]),
+        ("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_relay", ["send"]),
+        ("continuity.in.relay", ["send"]),
+        ("relay.#", ["send", "createAddress", "createDurableQueue"]),
+        ("audit.#", ["send", "createAddress", "createDurableQueue"])]
+
+
 @pytest.mark.parametrize("group, message", [
     ({"name": "relay", "engine": "bridge", "mode": "messages_only"}, "relay: engine bridge needs the group's address"),
     ({"name": "relay", "addresses": ["relay"], "engine": "bridge", "mode": "messages_only"}, 'must end with "."'),

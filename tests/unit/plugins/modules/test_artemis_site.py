@@ -12,18 +12,34 @@ from ansible_collections.continuity.artemis.plugins.modules.artemis_site import 
 
 GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
           {"name": "all", "addresses": []},
-          {"name": "east", "addresses": ["east."], "mode": "full_state"}]
+          {"name": "east", "addresses": ["east."], "mode": "full_state"},
+          {"name": "relay", "addresses": ["relay."], "mode": "messages_only", "engine": "bridge"}]
 APP = {"name": "app", "permissions": ["send", "consume", "browse"]}
 
 
 def _params(state):
-    return {"state": state, "address_groups": GROUPS, "roles": [APP], "admin_role": "amq"}
+    return {"state": state, "address_groups": GROUPS, "roles": [APP], "admin_role": "amq", "datacentre": "dc2"}
 
 
 def test_passive_touches_only_the_selected_groups_and_withholds_send_and_consume():
     desired = desired_settings(_params("passive"), ["all"])
+    # Not the matches only the other datacentres' brokers hold (the mirrors' store-and-forward addresses, which the
+    # catch-all group's prefix covers): their grants never change with the state.
     assert sorted(desired) == ["#"]
     assert desired["#"]["consume"] == ["amq"] and desired["#"]["browse"] == ["amq", "app"]
+
+
+def test_a_staged_bridge_group_keeps_its_peers_grant_and_withholds_it_from_clients():
+    """The bridge engine's peers deliver to the group's own addresses (relay.#): a fence of the group must leave
+    them their grant there, or its copies would be refused until the next site.yml; clients lose send and consume."""
+    desired = desired_settings(_params("passive"), ["relay"])
+    assert sorted(desired) == ["relay.#"]
+    assert desired["relay.#"]["send"] == ["amq", "replication"]
+    assert desired["relay.#"]["createDurableQueue"] == ["amq", "replication"]
+    assert desired["relay.#"]["consume"] == ["amq"] and desired["relay.#"]["browse"] == ["amq", "app"]
+    # The peer's grant does not make the group look active.
+    assert clients_may_act(desired, "amq") == []
+    assert clients_may_act(desired_settings(_params("active"), ["relay"]), "amq") == ["relay.#"]
 
 
 def test_active_opens_every_selected_group():
