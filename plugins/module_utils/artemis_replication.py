@@ -136,7 +136,7 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     answers and is started; exactly one is live (``live`` if given) and every other one is its backup, in sync
     when the pair replicates its journal; the live broker's mirror links are connected, and so are the links of
     the other datacentres' live brokers that lead here (``link_targets``: {(source datacentre, link name): target
-    datacentre}); no such link holds more than ``max_backlog`` events. Exports to brokers outside the estate are
+    datacentre}), none of them missing; no such link holds more than ``max_backlog`` events. Exports to brokers outside the estate are
     not looked at: one that is down outside is no reason to stop the estate's restarts. An unreachable other datacentre is not a
     problem here (it may be the one that is down): its links are not looked at. Neither are the links between
     two datacentres when one of them is in ``settling`` (a broker there still runs settings it is about to
@@ -172,6 +172,13 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     for report in reports:
         if not report.get('live'):
             continue
+        # A link the estate gives this broker and it does not list: Artemis stops every bridge of a broker whose
+        # bridge was refused a send (AMQ224058), until the broker restarts.
+        listed = set(link['name'] for link in report.get('links', []))
+        for (source, name), target in sorted((link_targets or {}).items()):
+            if source == report['datacentre'] and datacentre in (source, target) \
+                    and not set([source, target]) & set(settling) and name not in listed:
+                problems.append('%s has no link %s to %s' % (report['name'], name, target))
         for link in report.get('links', []):
             target = (link_targets or {}).get((report['datacentre'], link['name']))
             if set([report['datacentre'], target]) & set(settling):

@@ -27,14 +27,22 @@ def staging_entry(match, staging):
     return max(covering, key=lambda entry: len(entry["prefix"]), default=None)
 
 
+def covers(wildcard, match):
+    """Whether Artemis would apply ``wildcard`` to the addresses of ``match`` (exact matches and ``<prefix>#``, the
+    forms the collection's matches take)."""
+    return wildcard == match or (wildcard.endswith("#") and match.startswith(wildcard[:-1]))
+
+
 def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles=()):
     """Return ``[{match, permissions: {permission: [role, ...]}}]`` sorted by match.
 
     Artemis applies only the most specific match to an address, so: the administrator is granted everything on
     every match; every staged prefix gets a match of its own, on which the roles granted on ``#`` apply; on a match
     that a staged entry covers, client roles lose ``send`` and ``consume``. ``peer_roles`` (other brokers) keep their
-    grants on a staged match, and clients keep theirs on ``UNSTAGED_MATCHES``; a peer's match is staged for clients
-    like any other (the bridge engine's peer match is a group's own ``P#``).
+    grants on a staged match and on every more specific match theirs covers (a bridge's send refused on, say, a
+    probe address under its group's ``P#`` makes Artemis stop every bridge of the broker: AMQ224058), and clients
+    keep theirs on ``UNSTAGED_MATCHES``; a peer's match is staged for clients like any other (the bridge engine's
+    peer match is a group's own ``P#``).
     """
     for entry in staging:
         if not isinstance(entry, dict) or not isinstance(entry.get("prefix"), str) or "staged" not in entry:
@@ -57,7 +65,7 @@ def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles
             granted += [role["name"] for role in clients
                         if permission in role["permissions"] and permission not in withheld]
             granted += [role["name"] for role in peer_roles
-                        if role.get("match", "#") == match and permission in role["permissions"]]
+                        if covers(role.get("match", "#"), match) and permission in role["permissions"]]
             permissions[permission] = sorted(set(granted), key=granted.index)
         settings.append({"match": match, "permissions": permissions})
     return settings

@@ -173,8 +173,8 @@ def main():
             module.fail_json(msg=str(exc))
         if not params['links']:
             reports = [dict(report, links=[]) for report in reports]
-        problems = assess_datacentre(reports, params['datacentre'], params['live'], params['absent'], targets,
-                                     params['max_backlog'], settling)
+        problems = assess_datacentre(reports, params['datacentre'], params['live'], params['absent'],
+                                     targets if params['links'] else None, params['max_backlog'], settling)
         waited = round(time.monotonic() - started, 3)
         if not problems or waited >= params['timeout']:
             break

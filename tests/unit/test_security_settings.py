@@ -71,6 +71,18 @@ def test_clients_are_staged_on_a_match_a_peer_also_holds_and_the_peer_keeps_its_
     assert settings["#"]["consume"] == ["amq", "app"]
 
 
+def test_a_peer_keeps_its_grant_on_a_more_specific_match_inside_its_own():
+    """Artemis applies only the most specific match: the prober's match on a full_state bridge group's probe address
+    must carry the bridge peer's grant too, or the copy of a probe is refused and Artemis stops every bridge of the
+    sending broker (AMQ224058)."""
+    bridge_peer = {"name": "replication", "match": "books.#", "permissions": ["send", "createDurableQueue"]}
+    prober = {"name": "monitor", "match": "books.continuity.probe", "permissions": ["send", "browse"]}
+    settings = _by_match(artemis_security_settings([APP, prober], "amq", PERMISSIONS, peer_roles=[bridge_peer]))
+    assert settings["books.continuity.probe"]["send"] == ["amq", "monitor", "replication"]
+    assert settings["books.continuity.probe"]["createDurableQueue"] == ["amq", "replication"]
+    assert settings["#"]["send"] == ["amq", "app"]
+
+
 @pytest.mark.parametrize("entry", [{"staged": True}, {"prefix": "a."}, "a."])
 def test_malformed_staging_entries_are_refused(entry):
     with pytest.raises(AnsibleFilterError, match="staging entry"):

@@ -62,6 +62,14 @@ def test_links_out_of_and_into_the_datacentre_must_be_connected_and_caught_up():
     assert assess_datacentre(reports, "dc1") == []
 
 
+def test_a_link_the_estate_gives_a_live_broker_and_it_does_not_list_is_a_problem():
+    # Artemis stops every bridge of a broker once one is refused a send (AMQ224058): they vanish from its list.
+    reports = _pair(links=()) + [_broker("b1", "dc2", True, links=(("dc1_all", True, 0),))]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS) == ["a1 has no link dc2_all to dc2"]
+    assert assess_datacentre(reports, "dc1", link_targets=TARGETS, settling=["dc2"]) == []
+    assert assess_datacentre(reports, "dc1") == []
+
+
 def test_links_to_a_datacentre_that_still_waits_for_a_restart_do_not_count_yet():
     reports = _pair(links=(("dc2_all", False, 900),)) + [_broker("b1", "dc2", True, links=(("dc1_all", False, 0),))]
     assert assess_datacentre(reports, "dc1", link_targets=TARGETS, settling=["dc2"]) == []
