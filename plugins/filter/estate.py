@@ -24,6 +24,10 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
             'exports': artemis_estate.exports(address_groups, external_brokers, datacentres, active_datacentre),
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
+            'identity_prefixes': artemis_estate.identity_prefixes(address_groups),
+            'uncompared_prefixes': artemis_estate.uncompared_prefixes(address_groups),
+            'bridge_reconciliations': artemis_estate.bridge_reconciliations(address_groups, datacentres,
+                                                                            active_datacentre),
             'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
             'peer_roles': dict((datacentre, artemis_estate.peer_roles(address_groups, datacentre))
                                for datacentre in datacentres),

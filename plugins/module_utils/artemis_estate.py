@@ -34,6 +34,9 @@ OUTBOUND_QUEUE_PREFIX = 'continuity.out.'
 DIVERT_PREFIX = 'continuity.divert.'
 INBOUND_ADDRESS_PREFIX = 'continuity.in.'
 ORIGIN_PROPERTY = 'continuity_origin'
+# A message's identity across datacentres in a full_state bridge group: the broker plugin stamps an original with its
+# own message id and a copy with its original's; (ORIGIN_PROPERTY or the datacentre it is at, this) names it anywhere.
+SOURCE_ID_PROPERTY = 'continuity_source_id'
 # Exports to brokers outside the estate (replication_external_brokers), which run no plugin of ours: per declared
 # address a divert into an export queue and a bridge from it that delivers to that same address.
 EXPORT_QUEUE_PREFIX = 'continuity.export.'
@@ -64,13 +67,13 @@ def normalise_groups(groups, active_datacentre):
                               % (group['name'], engine, ', '.join(ENGINES)))
         addresses = list(group.get('addresses') or [])
         if engine == BRIDGE:
-            _check_bridge_group(group['name'], addresses, mode)
+            _check_bridge_group(group['name'], addresses)
         normalised.append({'name': group['name'], 'addresses': addresses, 'mode': mode, 'engine': engine,
                            'owner': group.get('owner') or active_datacentre})
     return normalised
 
 
-def _check_bridge_group(name, addresses, mode):
+def _check_bridge_group(name, addresses):
     if not addresses:
         raise EstateError('address group %s: engine bridge needs the group\'s address prefixes (a catch-all group '
                           'without addresses is mirrored)' % name)
@@ -78,10 +81,6 @@ def _check_bridge_group(name, addresses, mode):
         if not prefix.endswith('.') or '#' in prefix or '*' in prefix:
             raise EstateError('address group %s: engine bridge copies addresses by the wildcard <prefix>#, so each '
                               'prefix must end with "." and hold no wildcard (got %r)' % (name, prefix))
-    if mode != MESSAGES_ONLY:
-        raise EstateError('address group %s: engine bridge takes mode messages_only for now (a full_state group '
-                          'needs the swapover\'s reconciliation of what the source consumed, not built yet); use '
-                          'engine mirror for full_state' % name)
 
 
 def owned_groups(groups, datacentres, active_datacentre):
@@ -196,6 +195,32 @@ def bridge_links(groups, datacentres, active_datacentre):
                                            'address': prefix + '#'}
                                           for index, prefix in enumerate(group['addresses'])]})
     return links
+
+
+def identity_prefixes(groups, names=None):
+    """The prefixes of the full_state bridge groups (of those named ``names``, if given), under which the broker
+    plugin stamps each message's identity (SOURCE_ID_PROPERTY) and a swapover reconciles the target's queues with
+    the source's: acknowledgements do not cross a bridge."""
+    return [prefix for group in normalise_groups(groups, None) if group['engine'] == BRIDGE
+            and group['mode'] == FULL_STATE and (names is None or group['name'] in names)
+            for prefix in group['addresses']]
+
+
+def bridge_reconciliations(groups, datacentres, active_datacentre):
+    """What a periodic reconciliation runs: per full_state bridge group, from its owner (``source``) to every other
+    datacentre (``target``), which removes the copies of what the owner consumed."""
+    return [{'group': group['name'], 'source': group['owner'], 'target': datacentre}
+            for group in normalise_groups(groups, active_datacentre)
+            if group['engine'] == BRIDGE and group['mode'] == FULL_STATE
+            for datacentre in datacentres if datacentre != group['owner']]
+
+
+def uncompared_prefixes(groups):
+    """The prefixes whose queues differ between datacentres by design, so never compared by count: the messages_only
+    groups' (each datacentre consumes its own copy) and the full_state bridge groups' (the target keeps copies of
+    what the source consumed until a swapover reconciles them)."""
+    return [prefix for group in normalise_groups(groups, None) if group['mode'] == MESSAGES_ONLY
+            for prefix in group['addresses']] + identity_prefixes(groups)
 
 
 def inbound_address(group_name):

@@ -272,6 +272,20 @@ class ArtemisManagement(object):
                 return found
             page += 1
 
+    def scheduled(self, address, queue, routing_type='anycast'):
+        """The scheduled messages of a queue (browse does not list them), in the form browse gives."""
+        rows = json.loads(self.execute(queue_mbean(self.name, address, queue, routing_type),
+                                       'listScheduledMessagesAsJSON') or '[]')
+        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'properties': row}
+                for row in rows]
+
+    def delivering(self, address, queue, routing_type='anycast'):
+        """The messages of a queue being delivered to consumers, not yet acknowledged (browse does not list them)."""
+        by_consumer = json.loads(self.execute(queue_mbean(self.name, address, queue, routing_type),
+                                              'listDeliveringMessagesAsJSON') or '[]')
+        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'properties': row}
+                for consumer in by_consumer for row in consumer['elements']]
+
     def move_message(self, address, queue, message_id, to_queue):
         """Move one message of an anycast queue into the queue ``to_queue`` only (Artemis routes the copy to that
         queue's binding and acknowledges the original in one transaction)."""
@@ -282,12 +296,13 @@ class ArtemisManagement(object):
         return self.execute(queue_mbean(self.name, address, queue), 'copyMessage(long,java.lang.String)', message_id,
                             to_queue)
 
-    def remove_message(self, address, queue, message_id):
-        return self.execute(queue_mbean(self.name, address, queue), 'removeMessage(long)', message_id)
+    def remove_message(self, address, queue, message_id, routing_type='anycast'):
+        return self.execute(queue_mbean(self.name, address, queue, routing_type), 'removeMessage(long)', message_id)
 
-    def remove_messages(self, address, queue, message_filter):
-        """Remove (acknowledge) the messages of an anycast queue matching an Artemis filter; returns how many."""
-        return self.execute(queue_mbean(self.name, address, queue), 'removeMessages(java.lang.String)',
+    def remove_messages(self, address, queue, message_filter, routing_type='anycast'):
+        """Remove (acknowledge) the messages of a queue matching an Artemis filter, scheduled ones included; returns
+        how many."""
+        return self.execute(queue_mbean(self.name, address, queue, routing_type), 'removeMessages(java.lang.String)',
                             message_filter)
 
     def roles(self, address):

@@ -130,11 +130,6 @@ def _prefix_in_two_groups(hosts, all_vars):
                                                "engine": "bridge"}, {"name": "rest"}]
 
 
-def _bridged_full_state_group(hosts, all_vars):
-    relay = next(group for group in all_vars["replication_address_groups"] if group["name"] == "relay")
-    relay["mode"] = "full_state"
-
-
 def _export_of_a_mirrored_address(hosts, all_vars):
     # An address of the mirrored group inflow to the broker outside the estate: only a bridged group's can go.
     [outside] = all_vars["replication_external_brokers"]
@@ -237,8 +232,6 @@ CASES = {
     "group name with a slash": (_group_name_with_a_slash, ["replication_address_groups", "orders/eu"]),
     "address prefix in two groups": (_prefix_in_two_groups, ["replication_address_groups", "orders."]),
     "two catch-all groups": (_two_catch_all_groups, ["replication_address_groups", "catch-all"]),
-    "bridge engine on a full_state group": (
-        _bridged_full_state_group, ["address group relay", "engine bridge", "messages_only"]),
     "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
     "export of a mirrored address": (
         _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "address group inflow"]),

@@ -2,8 +2,12 @@
 produced under `relay.` at a datacentre is bridged to every other one once, stamped with its origin, and never comes
 back nor goes further; anycast and multicast alike, runtime addresses and large messages too. Counted with the
 Artemis CLI and by ledger. make test runs it on the three datacentres of the systemd bed (two would show less, and the
-suite's time is budgeted); the partition drill runs on the main bed's two (make drills)."""
+suite's time is budgeted); the partition drill runs on the main bed's two (make drills). The group `books` (full_state,
+engine bridge) is reconciled periodically on the main bed, and its failover is a drill; its swapover is in
+test_swapover.py."""
 
+import json
+import os
 import subprocess
 import time
 import uuid
@@ -11,9 +15,10 @@ import uuid
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import ORIGIN_PROPERTY, bridge_links
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    ORIGIN_PROPERTY, SOURCE_ID_PROPERTY, bridge_links)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
-from support.estate import REPO_ROOT, artemis_cli, cli_message_count
+from support.estate import REPO_ROOT, artemis_cli, cli_message_count, run_playbook
 
 STABLE_FOR_S = 30
 PARTITION_S = 30
@@ -128,3 +133,111 @@ def test_a_30_s_partition_under_load_then_heal_loses_nothing_and_duplicates_noth
     estate.record_timing("bridge_partition_backlog_at_heal", backlog)
     estate.record_timing("bridge_partition_catch_up_s", caught_up_after)
     estate.record_timing("bridge_partition_messages", len(accepted))
+
+
+def _identities(node, queue):
+    """(origin, source id) of every message a datacentre's queue holds, read by management (a staged group cannot be
+    browsed by clients)."""
+    found = []
+    for message in node.management().browse(queue, queue):
+        properties = message["properties"]
+        found.append((properties.get(ORIGIN_PROPERTY) or node.dc,
+                      int(properties.get(SOURCE_ID_PROPERTY, message["messageID"]))))
+    return sorted(found)
+
+
+def test_the_periodic_reconciliation_removes_at_the_passive_datacentre_the_copies_of_what_the_owner_consumed(estate):
+    """`books` (full_state, bridge engine, dc1's): acknowledgements do not cross, so dc2 holds a copy of each message
+    dc1 accepted until playbooks/reconcile.yml removes the copies of what dc1 consumed, while dc1 stays active."""
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    queue = f"books.periodic.{uuid.uuid4().hex[:8]}"
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 100, id_prefix=queue)
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 100, timeout=60,
+                  description=f"100 copies of {queue} at dc2")
+    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 60, timeout=60)
+    assert len(consumed) == 60 and {message.id for message in consumed} <= set(sent)
+
+    reconciled = run_playbook("playbooks/reconcile.yml")
+    assert reconciled.rc == 0, reconciled.output[-6000:]
+    held_at_dc1 = _identities(dc1, queue)
+    assert len(held_at_dc1) == 40 and all(origin == "dc1" for origin, _source_id in held_at_dc1)
+    assert _identities(dc2, queue) == held_at_dc1
+
+    # What dc1 still holds stays, new copies arrive and stay, and a second run removes nothing more.
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 10, id_prefix=f"{queue}-more")
+    again = run_playbook("playbooks/reconcile.yml")
+    assert again.rc == 0, again.output[-6000:]
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 50, timeout=60,
+                  description=f"50 copies of {queue} at dc2")
+    assert _identities(dc2, queue) == _identities(dc1, queue)
+    # The ledger at dc1 (still active) delivers exactly the 50 it did not consume.
+    rest = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=60)
+    assert len({message.id for message in rest}) == 50 and not {message.id for message in rest} & {
+        message.id for message in consumed}
+
+
+@pytest.mark.drill  # a failover and failback of the shared bed's `books` under load; make drills
+def test_a_failover_of_a_full_state_bridge_group_delivers_again_only_what_was_consumed_since_the_reconciliation(
+        dc1_active_at_the_end):
+    """Acknowledgements do not cross a bridge: an abrupt failover delivers again what the source consumed since the
+    last reconciliation (playbooks/reconcile.yml), and nothing consumed before it. dc1 takes 500 msg/s with a
+    consumer; the reconciliation runs; 10 s later dc1 is lost and `books` fails over to dc2, where a consumer takes
+    everything; dc1 comes back and fails back: nothing accepted is lost overall. Figures in
+    tests/drills/results/bridge_full_state_failover.json."""
+    estate = dc1_active_at_the_end
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    queue = f"books.fo.{uuid.uuid4().hex[:8]}"
+    producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=500, id_prefix=queue)
+    at_dc1 = amqp.Consumer([dc1.amqp_url], dc1.user, dc1.password, queue)
+    at_dc2 = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue)
+    figures = {"rate": 500}
+    with producer, at_dc1:
+        producer.wait_connected()
+        at_dc1.wait_connected()
+        time.sleep(15)
+        reconciliation_started = time.time()
+        reconciled = run_playbook("playbooks/reconcile.yml")
+        assert reconciled.rc == 0, reconciled.output[-6000:]
+        figures["reconciliation_s"] = round(time.time() - reconciliation_started, 1)
+        time.sleep(10)
+        lost_at = time.time()
+        estate.testbed("stop-node", dc1.name)
+        failover = run_playbook("playbooks/failover.yml", extra_args=["-e", json.dumps({
+            "failover_target": "dc2", "failover_confirm": True, "failover_force": True,
+            "failover_groups": ["books"]})])
+        assert failover.rc == 0, failover.output[-6000:]
+        figures["loss_to_activated_s"] = round(time.time() - lost_at, 1)
+        with at_dc2:
+            time.sleep(5)
+            producer.stop()
+            amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=120,
+                          description=f"{queue} consumed at dc2")
+            time.sleep(2)
+            consumed_at_dc1 = {r.id: r.accepted_at for r in at_dc1.ledger() if r.accepted_at is not None}
+            consumed_at_dc2 = set(at_dc2.accepted_ids())
+            accepted = set(producer.accepted_ids())
+            again = set(consumed_at_dc1) & consumed_at_dc2
+            # A margin of a second for acknowledgements on their way when the reconciliation read dc1.
+            before = {i for i, when in consumed_at_dc1.items() if when < reconciliation_started - 1}
+            figures.update({
+                "accepted": len(accepted), "consumed_at_dc1": len(consumed_at_dc1),
+                "consumed_at_dc1_since_reconciliation": len(set(consumed_at_dc1) - before),
+                "delivered_again_at_dc2": len(again),
+                "delivered_again_consumed_before_reconciliation": len(again & before),
+                "stranded_at_dc1_until_failback": len(accepted - set(consumed_at_dc1) - consumed_at_dc2)})
+            assert again and not again & before, figures
+            assert again <= set(consumed_at_dc1) - before, figures
+
+            estate.testbed("start-node", dc1.name)
+            started = run_playbook("site.yml", extra_args=["--limit", dc1.name])
+            assert started.rc == 0, started.output[-4000:]
+            failback = run_playbook("playbooks/failback.yml", extra_args=["-e", json.dumps({
+                "failback_site": "dc1", "failback_active": "dc2", "failback_groups": ["books"]})])
+            assert failback.rc == 0, failback.output[-6000:]
+            amqp.wait_for(lambda: accepted - set(consumed_at_dc1) - set(at_dc2.accepted_ids()),
+                          lambda missing: not missing, timeout=120,
+                          description="every accepted message consumed at one datacentre or the other")
+        figures["lost_overall"] = len(accepted - set(consumed_at_dc1) - set(at_dc2.accepted_ids()))
+    with open(os.path.join(REPO_ROOT, "tests", "drills", "results", "bridge_full_state_failover.json"), "w") as out:
+        json.dump(figures, out, indent=2, sort_keys=True)
+        out.write("\n")

@@ -148,7 +148,6 @@ def test_peers_may_send_to_their_mirror_address_and_a_bridged_group_s_inbound_an
     ({"name": "relay", "engine": "bridge", "mode": "messages_only"}, "relay: engine bridge needs the group's address"),
     ({"name": "relay", "addresses": ["relay"], "engine": "bridge", "mode": "messages_only"}, 'must end with "."'),
     ({"name": "relay", "addresses": ["relay.*."], "engine": "bridge", "mode": "messages_only"}, "no wildcard"),
-    ({"name": "relay", "addresses": ["relay."], "engine": "bridge"}, "relay: engine bridge takes mode messages_only"),
     ({"name": "relay", "addresses": ["relay."], "engine": "divert"}, "relay: engine 'divert' is not one of"),
 ])
 def test_a_group_the_bridge_engine_cannot_carry_is_refused_by_name(group, message):
@@ -189,3 +188,16 @@ def test_an_external_broker_named_twice_is_refused():
     external = {"name": "legacy", "addresses": ["relay.x"]}
     with pytest.raises(artemis_estate.EstateError, match="legacy: its name is already taken"):
         artemis_estate.exports(BRIDGED_GROUPS, [external, external], ["dc1", "dc2"], "dc1")
+
+
+def test_full_state_bridge_groups_carry_identities_and_are_compared_by_reconciliation_not_by_count():
+    groups = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
+              {"name": "all", "addresses": []},
+              {"name": "relay", "addresses": ["relay."], "mode": "messages_only", "engine": "bridge"},
+              {"name": "books", "addresses": ["books.", "ledger."], "engine": "bridge"}]
+    assert artemis_estate.identity_prefixes(groups) == ["books.", "ledger."]
+    assert artemis_estate.identity_prefixes(groups, ["all"]) == []
+    assert artemis_estate.identity_prefixes(groups, ["all", "books"]) == ["books.", "ledger."]
+    assert artemis_estate.uncompared_prefixes(groups) == ["inflow.", "relay.", "books.", "ledger."]
+    assert artemis_estate.bridge_reconciliations(groups, ["dc1", "dc2", "dc3"], "dc2") == [
+        {"group": "books", "source": "dc2", "target": "dc1"}, {"group": "books", "source": "dc2", "target": "dc3"}]

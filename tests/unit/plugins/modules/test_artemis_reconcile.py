@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import BrokerUnreachable
 from ansible_collections.continuity.artemis.plugins.modules.artemis_reconcile import identity_filter, run_module
+from support.module_stub import Exited, StubModule
 
 SOURCE_NODE = "node-dc1"
 
@@ -61,21 +62,6 @@ class StubBroker:
     def remove_message(self, address, queue, message_id):
         self.kept.remove(self._take(message_id)[0])
         self.calls.append(("remove", message_id))
-
-
-class Exited(Exception):
-    pass
-
-
-class StubModule:
-    def __init__(self, params, check_mode=False):
-        self.params, self.check_mode = params, check_mode
-
-    def exit_json(self, **result):
-        raise Exited(result)
-
-    def fail_json(self, **result):
-        raise AssertionError(result)
 
 
 def _reconcile(brokers, check_mode=False):

@@ -10,12 +10,20 @@
  * in a core incoming interceptor, which this plugin registers: it runs before the session, so the target's
  * auto-creation and its security check apply to the copy's own address, as for a client's send.
  *
- * The broker role compiles this file on the broker host against the distribution's lib/. Option (a <property> of
- * <broker-plugin> in broker.xml): inbound-prefix.
+ * Every message of a full_state group carries its identity across datacentres for the swapover's reconciliation
+ * (artemis_bridge_reconcile): the source's message id in the long property continuity_source_id. An original gets
+ * its own id when it is routed under one of the identity prefixes (its divert copies were made just before and carry
+ * the id as Message.HDR_ORIG_MESSAGE_ID); a copy gets that id here, when it is sent on. Filters can select by it;
+ * a broker's own message id is not a filter identifier. An id once stamped is kept (a moved message keeps it).
+ *
+ * The broker role compiles this file on the broker host against the distribution's lib/. Options (a <property> of
+ * <broker-plugin> in broker.xml): inbound-prefix, identity-prefixes (comma-separated, may be empty).
  */
 package continuity.artemis.replication;
 
+import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.activemq.artemis.api.core.ActiveMQBuffer;
@@ -30,6 +38,7 @@ import org.apache.activemq.artemis.core.protocol.core.Packet;
 import org.apache.activemq.artemis.core.protocol.core.impl.PacketImpl;
 import org.apache.activemq.artemis.core.protocol.core.impl.wireformat.MessagePacketI;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.RoutingContext;
 import org.apache.activemq.artemis.core.server.impl.AddressInfo;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
 import org.apache.activemq.artemis.spi.core.protocol.EmbedMessageUtil;
@@ -38,9 +47,12 @@ import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
 public class InboundCopies implements ActiveMQServerPlugin {
    // Where EmbedMessageUtil keeps the encoded header of a large AMQP message inside its core wrapper.
    private static final String EMBEDDED_LARGE_HEADER = "_AMQP_EMBED_LARGE";
+   private static final SimpleString SOURCE_ID = SimpleString.of("continuity_source_id");
+   private static final SimpleString ORIGIN = SimpleString.of("continuity_origin");
 
    private final Interceptor interceptor = this::intercept;
    private String inboundPrefix;
+   private List<String> identityPrefixes = List.of();
    private ActiveMQServer server;
 
    @Override
@@ -48,6 +60,21 @@ public class InboundCopies implements ActiveMQServerPlugin {
       inboundPrefix = properties.get("inbound-prefix");
       if (inboundPrefix == null || inboundPrefix.isEmpty()) {
          throw new IllegalArgumentException("InboundCopies: the property inbound-prefix is not set");
+      }
+      String identity = properties.getOrDefault("identity-prefixes", "");
+      identityPrefixes = Arrays.stream(identity.split(",")).map(String::trim).filter(p -> !p.isEmpty()).toList();
+   }
+
+   /** An original of a full_state group: its own message id, assigned by now, becomes its identity. */
+   @Override
+   public void beforeMessageRoute(Message message, RoutingContext context, boolean direct, boolean rejectDuplicates) {
+      String address = message.getAddress();
+      if (address == null || message.isLargeMessage() || identityPrefixes.stream().noneMatch(address::startsWith)) {
+         return;
+      }
+      if (message.getObjectProperty(ORIGIN) == null && message.getObjectProperty(SOURCE_ID) == null) {
+         message.putLongProperty(SOURCE_ID, message.getMessageID());
+         message.reencode();
       }
    }
 
@@ -98,6 +125,10 @@ public class InboundCopies implements ActiveMQServerPlugin {
          return false;
       }
       SimpleString target = SimpleString.of(original.toString());
+      Object sourceId = message.getBrokerProperty(Message.HDR_ORIG_MESSAGE_ID);
+      if (sourceId instanceof Number id && message.getObjectProperty(SOURCE_ID) == null) {
+         message.putLongProperty(SOURCE_ID, id.longValue());
+      }
       message.setAddress(target);
       message.setRoutingType(routingType(message, target));
       message.reencode();
