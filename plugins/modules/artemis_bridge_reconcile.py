@@ -218,12 +218,12 @@ def reconcile_queue(module, name, source, target, source_fenced):
              'consumed_at_target_before': len(consumed_at_target)}
     for client, queue in target.queues.get(name, []):
         messages = [message for holder, _queue, message in held if holder is client]
-        filters, unstamped = removal(messages, kept, target.name)
-        routing_type = queue['routingType'].lower()
         if module.check_mode:
             entry['removed'] += len([message for message in messages
                                      if identity(message, target.name) not in kept])
             continue
+        filters, unstamped = removal(messages, kept, target.name)
+        routing_type = queue['routingType'].lower()
         for message_filter in filters:
             entry['removed'] += int(client.remove_messages(queue['address'], queue['name'], message_filter,
                                                            routing_type=routing_type))
