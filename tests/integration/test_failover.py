@@ -23,6 +23,10 @@ from ansible_collections.continuity.artemis.plugins.module_utils import amqp_led
 from support.estate import TESTBED_INVENTORY, run_playbook
 from support.measurement import Measurement
 
+# Minutes of load, a fault, two Spark runs and a failback: make drills (make test's operation playbooks run in
+# test_swapover.py, test_staging.py and the installed collection's drill).
+pytestmark = pytest.mark.drill
+
 RATE = 500
 # Below what the WAN outage before the loss makes the RPO: the failover refuses unless forced.
 OBJECTIVE_S = 1
