@@ -118,3 +118,22 @@ def test_an_export_to_a_broker_outside_the_estate_is_reported_apart_from_the_est
     assert assess_datacentre(reports, "dc1", link_targets={("dc1", "dc2_all"): "dc2",
                                                            ("dc1", "continuity.out.relay.dc2"): "dc2"},
                              max_backlog=10) == []
+
+
+class _BrokerWithItsBridgesStopped(_Broker):
+    """After AMQ224058 Artemis lists no bridge of the broker: their outbound queues still hold what did not cross."""
+
+    def bridges(self):
+        return []
+
+
+def test_an_outbound_queue_whose_bridge_is_not_listed_still_counts_as_backlog():
+    report = broker_report(_BrokerWithItsBridgesStopped())
+    assert [(link["name"], link.get("listed", True), link["connected"], link["backlog"]) for link in report["links"]] \
+        == [("dc2_all", True, True, 3), ("continuity.out.relay.dc2", False, False, 7)]
+    assert report["exports"] == []
+    # The health gate names the missing link once, as missing.
+    reports = [dict(report, name="a1", datacentre="dc1", reachable=True)]
+    assert assess_datacentre(reports, "dc1", link_targets={("dc1", "dc2_all"): "dc2",
+                                                           ("dc1", "continuity.out.relay.dc2"): "dc2"}) == [
+        "a1 has no link continuity.out.relay.dc2 to dc2"]
