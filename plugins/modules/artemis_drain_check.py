@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Polls the brokers until the source datacentre's mirror links and bridges have an empty backlog (not the exports
     to brokers outside the estate, which carry on from the source) and every application queue holds the same number
-    of messages in every datacentre (within O(tolerance)).
+    of messages in every datacentre (within O(tolerance)). A bridge's outbound queue counts whether the broker lists
+    the bridge or not.
   - Fails after O(timeout) seconds with the backlog per link and the counts of every queue that differs.
   - Reads only. Run it after the source site's clients are fenced, or the counts keep moving.
   - "A queue short at a passive datacentre because the mirror delivered its messages before its creation is out of
