@@ -20,8 +20,13 @@ def _write(path, data):
         yaml.safe_dump(data, handle)
 
 
+def _fresh_pki_dir(inventory):
+    return os.path.join(os.path.dirname(inventory), "pki")
+
+
 def _inventory(tmp_path, edit):
-    """A copy of the test bed's inventory with `edit(hosts, all_vars)` applied."""
+    """A copy of the test bed's inventory with `edit(hosts, all_vars)` applied, its PKI a directory that does not
+    exist yet (as in a new estate: a refused run must not generate one)."""
     target = tmp_path / "inventory"
     shutil.copytree(TESTBED_INVENTORY, target)
     hosts = _load(target / "hosts.yml")
@@ -29,6 +34,7 @@ def _inventory(tmp_path, edit):
     for name in sorted(os.listdir(target / "group_vars" / "all")):
         all_vars.update(_load(target / "group_vars" / "all" / name))
         os.remove(target / "group_vars" / "all" / name)
+    all_vars["replication_tls_pki_dir"] = _fresh_pki_dir(str(target))
     edit(hosts, all_vars)
     _write(target / "hosts.yml", hosts)
     _write(target / "group_vars" / "all" / "vars.yml", all_vars)
@@ -272,12 +278,12 @@ def refused(estate, tmp_path_factory):
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(zip(cases, pool.map(lambda inventory: run_playbook("site.yml", inventory=inventory),
                                            inventories)))
-    return before, results, _fingerprint(estate)
+    return before, dict(zip(cases, inventories)), results, _fingerprint(estate)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_inventory_fails_before_changing_any_host(estate, refused, case):
-    before, results, after = refused
+    before, inventories, results, after = refused
     result = results[case]
     _edit, expected_words = CASES[case]
 
@@ -290,4 +296,5 @@ def test_bad_inventory_fails_before_changing_any_host(estate, refused, case):
         assert word in failure, f"{word!r} not named in the failure:\n{failure[-4000:]}"
     assert all(counters["changed"] == 0 for counters in result.recap().values()), result.recap()
     assert after == before, "a bad inventory changed a broker's configuration"
+    assert not os.path.exists(_fresh_pki_dir(inventories[case])), "a bad inventory had a PKI generated"
     assert not [secret for secret in generated_secrets() if secret in result.output], "a password was logged"
