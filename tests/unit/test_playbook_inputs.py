@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -53,34 +54,46 @@ ESTATE_CASES = {
 }
 
 
-def _run_refused(playbook, extra_vars, tmp_path):
+def _run(playbook, extra_vars, workdir):
     """The estate is read from a copy of the example inventory (nothing may be written beside the checkout's)."""
-    inventory = tmp_path / "inventory"
+    inventory = workdir / "inventory"
     shutil.copytree(os.path.join(REPO_ROOT, "inventories", "example"), inventory)
-    extra_vars = {**extra_vars, "replication_tls_pki_dir": str(tmp_path / "pki")}
+    extra_vars = {**extra_vars, "replication_tls_pki_dir": str(workdir / "pki")}
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(["ansible-playbook", "-i", str(inventory), f"playbooks/{playbook}.yml",
-                             "-e", json.dumps({**VAULT, **extra_vars})], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
-                            check=False)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
+    return subprocess.run(["ansible-playbook", "-i", str(inventory), f"playbooks/{playbook}.yml",
+                           "-e", json.dumps({**VAULT, **extra_vars})], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory):
+    """Every case's run, three at a time (each reads a copy of the inventory and reaches no host): {case: (return
+    code, output, its PKI directory)}."""
+    cases = {**CASES, **ESTATE_CASES}
+    workdirs = {case: tmp_path_factory.mktemp("refused") for case in cases}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runs = dict(zip(cases, pool.map(lambda case: _run(*cases[case][:2], workdirs[case]), cases)))
+    return {case: (run.returncode, run.stdout + run.stderr, workdirs[case] / "pki") for case, run in runs.items()}
+
+
+def _failure(refused, case):
+    returncode, output, pki = refused[case]
+    assert returncode != 0, output[-3000:]
     assert "UNREACHABLE" not in output
-    assert not (tmp_path / "pki").exists(), "reading the estate generated keys"
+    assert not pki.exists(), "reading the estate generated keys"
     return output[output.index("fatal:"):]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_playbook_inputs_are_refused_by_name(case, tmp_path):
-    playbook, extra_vars, expected = CASES[case]
-    failure = _run_refused(playbook, extra_vars, tmp_path)
+def test_bad_playbook_inputs_are_refused_by_name(refused, case):
+    failure = _failure(refused, case)
     assert "argument_errors" in failure, failure[-3000:]
-    for word in expected:
+    for word in CASES[case][2]:
         assert word in failure, f"{word!r} not named in:\n{failure[-3000:]}"
 
 
 @pytest.mark.parametrize("case", sorted(ESTATE_CASES))
-def test_inputs_that_do_not_fit_the_estate_are_refused_by_name(case, tmp_path):
-    playbook, extra_vars, expected = ESTATE_CASES[case]
-    failure = _run_refused(playbook, extra_vars, tmp_path)
-    for word in expected:
+def test_inputs_that_do_not_fit_the_estate_are_refused_by_name(refused, case):
+    failure = _failure(refused, case)
+    for word in ESTATE_CASES[case][2]:
         assert word in " ".join(failure.split()), f"{word!r} not named in:\n{failure[-3000:]}"
