@@ -29,13 +29,13 @@ GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo role-docs \
+.PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo role-docs \
 	drills reproduce-mirror-race
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
-	@echo "make test    setup, then lint, sanity, unit and integration tests, and the broker Molecule scenario"
+	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
 	@echo "make drills  the long drills (the HA layouts losing their primary, rolling restart and upgrade of a 2 x 2 estate under load, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
@@ -155,8 +155,13 @@ molecule: molecule-broker
 	for scenario in $(MOLECULE_SHARED_BED); do molecule test -s $$scenario || { status=1; break; }; done; \
 	if [ -n "$$brought_up" ]; then $(TESTBED) down >/dev/null; fi; exit $$status
 
+# The static checks, side by side (each takes about one of the two cores); make prints each one's output whole when it
+# ends.
+static: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint sanity
+
 # Each stage in turn, and how long each took at the end (the suite's budget is 45 minutes on the reference machine).
-TEST_STAGES := lint sanity unit integration molecule-broker
+TEST_STAGES := static unit integration molecule-broker
 test: setup
 	@rm -f .cache/stage-times; for stage in $(TEST_STAGES); do \
 	  started=$$(date +%s); $(MAKE) --no-print-directory $$stage || exit 1; \
