@@ -73,22 +73,24 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
             "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 10,
             "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}}}}},
             handle)
+    # The timer's first run starts while the second, idempotent run of rpo.yml checks the host: the journal is read
+    # from the first deployment on, so nothing from before it counts and the run that timer started does.
+    deploying, deploying_since = time.monotonic(), time.time()
     first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
     assert first.rc == 0, first.output[-6000:]
     second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
     assert second.rc == 0 and second.recap()[node.name]["changed"] == 0, second.output[-4000:]
-    deployed, deployed_at = time.monotonic(), time.time()
 
     assert estate.exec(node.name, "systemctl", "is-enabled", *UNITS).split() == ["enabled"] * len(UNITS)
     assert estate.exec(node.name, "systemctl", "is-active", *UNITS).split() == ["active"] * len(UNITS)
     # Nobody starts the job: the timer does, once the first telemetry files are closed.
-    amqp.wait_for(lambda: _journal(estate, node.name, deployed_at),
+    amqp.wait_for(lambda: _journal(estate, node.name, deploying_since),
                   lambda text: "Finished continuity-rpo-job.service" in text,
                   timeout=420, description=f"the timer running the job to its end on {node.name}")
-    estate.record_timing("rpo_job.systemd_timer_first_run_done_s", time.monotonic() - deployed)
+    estate.record_timing("rpo_job.systemd_deploy_to_first_run_done_s", time.monotonic() - deploying)
     result = estate.exec(node.name, "systemctl", "show", "continuity-rpo-job.service", "-p", "Result", "--value")
     assert result.strip() == "success"
-    assert "dc1->dc2: RPO" in _journal(estate, node.name, deployed_at)
+    assert "dc1->dc2: RPO" in _journal(estate, node.name, deploying_since)
     metrics = _published(estate, node.name)
     links = {dict(labels)["target_datacentre"] for name, labels in metrics
              if name == "continuity_artemis_rpo_seconds" and dict(labels)["source_datacentre"] == "dc1"}
