@@ -130,3 +130,10 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
         if active == "dc1":
             result, _took = _swapover("dc1", "dc2")
             assert result.rc == 0, result.output[-6000:]
+            # The inventory still says dc1: a second swapover to dc2 from it is refused before anything is fenced
+            # (the next round shows dc2 still active and dc1 still fenced).
+            again = run_playbook("playbooks/swapover.yml", extra_args=["-e", "swapover_target=dc2"])
+            failure = " ".join(again.output.split())
+            assert again.rc != 0 and "swapover_source (dc1) must be where all, books are active, but clients may " \
+                "send or consume at dc2 (broker dc2-node1: #" in failure, again.output[-4000:]
+            assert "TASK [Fence" not in again.output
