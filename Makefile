@@ -134,7 +134,8 @@ integration: setup
 	pytest tests/integration -m "not systemd and not drill"
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest -m "not drill" tests/integration/test_site.py \
 	  tests/integration/test_rpo_job_systemd.py tests/integration/test_broker_metrics.py \
-	  tests/integration/test_bridge_engine.py
+	  tests/integration/test_bridge_engine.py \
+	  tests/integration/test_staging_delay.py::test_with_three_datacentres_every_other_datacentre_removes_its_copy_and_counts_the_notice
 
 # A Molecule scenario per role on the test bed (delegated driver: a scenario's create and destroy bring it up and
 # down unless it was up already). The broker scenario builds its own; replication and rpo_job (whose prepare is

@@ -25,6 +25,8 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
             'identity_prefixes': artemis_estate.identity_prefixes(address_groups),
+            'staging_delays': artemis_estate.staging_delays(address_groups),
+            'notice_prefix': artemis_estate.ACK_NOTICE_PREFIX,
             'uncompared_prefixes': artemis_estate.uncompared_prefixes(address_groups),
             'bridge_reconciliations': artemis_estate.bridge_reconciliations(address_groups, datacentres,
                                                                             active_datacentre),

@@ -10,7 +10,10 @@ link between two non-owners: Artemis would relay the owner's events from one to 
 datacentre diverts a copy of the messages that originated there into an outbound queue per remote datacentre, and a
 core bridge forwards each queue to that datacentre's inbound address, stamping the copy with its origin so that it
 is never forwarded again; there the collection's broker plugin sends each copy on to the address it was diverted
-from. The replication role and the playbooks read this through the
+from. A full_state bridge group with a ``staging_delay_ms`` is active at every datacentre (neither owned nor staged):
+a copy becomes deliverable only after the delay, and a consumer's acknowledgement crosses the same bridges as a
+notice that removes the other datacentres' copies before then. The replication role and the playbooks read this
+through the
 ``continuity.artemis.estate_*`` filters; the modules and the measurement import it.
 """
 
@@ -46,6 +49,10 @@ REPLICATION_ROLE = 'replication'
 # A bridge's copy goes on (the broker plugin) to its own address at the remote datacentre, creating a queue the
 # application created at its source at runtime; security is checked there, on the copy's own address.
 BRIDGE_PEER_PERMISSIONS = ('send', 'createAddress', 'createDurableQueue')
+# Active/active on bridges (a group's staging_delay_ms): the broker plugin sends a notice of each acknowledgement of
+# one of the group's messages to the group's notice address, from where diverts put it into the outbound queues behind
+# the copies it concerns; at a remote datacentre the plugin removes the copy the notice names.
+ACK_NOTICE_PREFIX = 'continuity.acks.'
 
 
 class EstateError(ValueError):
@@ -68,9 +75,33 @@ def normalise_groups(groups, active_datacentre):
         addresses = list(group.get('addresses') or [])
         if engine == BRIDGE:
             _check_bridge_group(group['name'], addresses)
+        delay = _staging_delay(group, mode, engine)
         normalised.append({'name': group['name'], 'addresses': addresses, 'mode': mode, 'engine': engine,
-                           'owner': group.get('owner') or active_datacentre})
+                           'owner': None if delay else group.get('owner') or active_datacentre,
+                           'staging_delay_ms': delay})
     return normalised
+
+
+def _staging_delay(group, mode, engine):
+    delay = group.get('staging_delay_ms')
+    if delay is None:
+        return None
+    if mode != FULL_STATE or engine != BRIDGE:
+        raise EstateError('address group %s: staging_delay_ms makes a group active at every datacentre, which needs '
+                          'mode full_state and engine bridge (this group is %s on the %s engine)'
+                          % (group['name'], mode, engine))
+    if isinstance(delay, bool) or not isinstance(delay, int) or delay <= 0:
+        raise EstateError('address group %s: staging_delay_ms must be a whole number of milliseconds above 0, got %r'
+                          % (group['name'], delay))
+    if group.get('owner'):
+        raise EstateError('address group %s: a group with staging_delay_ms is active at every datacentre, so it has '
+                          'no owner (got owner %r)' % (group['name'], group['owner']))
+    return delay
+
+
+def is_active_everywhere(group):
+    """A normalised group that every datacentre serves at once (a staging delay instead of an owner)."""
+    return group['staging_delay_ms'] is not None
 
 
 def _check_bridge_group(name, addresses):
@@ -87,7 +118,7 @@ def owned_groups(groups, datacentres, active_datacentre):
     """{datacentre: [names of the full_state groups it owns]}, every datacentre present."""
     owned = dict((datacentre, []) for datacentre in datacentres)
     for group in normalise_groups(groups, active_datacentre):
-        if group['mode'] == FULL_STATE:
+        if group['mode'] == FULL_STATE and not is_active_everywhere(group):
             if group['owner'] not in owned:
                 raise EstateError('address group %s: owner %r is not one of the datacentres %s'
                                   % (group['name'], group['owner'], ', '.join(datacentres)))
@@ -96,8 +127,10 @@ def owned_groups(groups, datacentres, active_datacentre):
 
 
 def full_state_groups(groups):
-    """The names of the full_state groups (the ones a datacentre stages, fences and activates)."""
-    return [group['name'] for group in normalise_groups(groups, None) if group['mode'] == FULL_STATE]
+    """The names of the full_state groups that one datacentre owns (the ones the others stage, and that a datacentre
+    fences and activates); not those active everywhere."""
+    return [group['name'] for group in normalise_groups(groups, None)
+            if group['mode'] == FULL_STATE and not is_active_everywhere(group)]
 
 
 def group_of_address(groups, address, active_datacentre):
@@ -122,7 +155,7 @@ def staging(groups, datacentre, active_datacentre):
     """The staging entries of one datacentre: its replicated copies wait undeliverable under the prefixes of every
     full_state group it does not own."""
     staged = [group['name'] for group in normalise_groups(groups, active_datacentre)
-              if group['mode'] == FULL_STATE and group['owner'] != datacentre]
+              if group['mode'] == FULL_STATE and not is_active_everywhere(group) and group['owner'] != datacentre]
     return prefix_entries(groups, staged)
 
 
@@ -138,6 +171,9 @@ def peer_roles(groups, datacentre):
                       'permissions': ['send']})
         if group['engine'] == BRIDGE:
             roles.append({'name': REPLICATION_ROLE, 'match': inbound_address(group['name']), 'permissions': ['send']})
+            if is_active_everywhere(group):
+                roles.append({'name': REPLICATION_ROLE, 'match': notice_address(group['name']),
+                              'permissions': ['send']})
             roles += [{'name': REPLICATION_ROLE, 'match': prefix + '#', 'permissions': list(BRIDGE_PEER_PERMISSIONS)}
                       for prefix in group['addresses']]
     return roles
@@ -152,6 +188,8 @@ def _address_filter(group, groups):
     excluded = [prefix for other in groups for prefix in other['addresses']]
     if any(other['engine'] == BRIDGE for other in groups):
         excluded += [OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, EXPORT_QUEUE_PREFIX]
+    if any(is_active_everywhere(other) for other in groups):
+        excluded.append(ACK_NOTICE_PREFIX)
     return ','.join('!' + prefix for prefix in excluded)
 
 
@@ -192,9 +230,25 @@ def bridge_links(groups, datacentres, active_datacentre):
                 links.append({'name': '%s%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target), 'source': source,
                               'target': target, 'group': group['name'], 'inbound': inbound_address(group['name']),
                               'diverts': [{'name': '%s%s.%s.%s' % (DIVERT_PREFIX, group['name'], target, index),
-                                           'address': prefix + '#'}
-                                          for index, prefix in enumerate(group['addresses'])]})
+                                           'address': address}
+                                          for index, address in enumerate(_diverted_addresses(group))]})
     return links
+
+
+def _diverted_addresses(group):
+    """What a bridge group's diverts copy into its outbound queues: the wildcard of each prefix, and the group's notice
+    address when it is active everywhere (a notice then follows the copies it concerns through the same queue, so it
+    never arrives before its copy)."""
+    return [prefix + '#' for prefix in group['addresses']] + (
+        [notice_address(group['name'])] if is_active_everywhere(group) else [])
+
+
+def staging_delays(groups):
+    """Per prefix of every group active everywhere: ``{prefix, delay_ms, group}``, for the broker plugin, which
+    schedules a copy arriving under the prefix for the original's production time plus the delay."""
+    return [{'prefix': prefix, 'delay_ms': group['staging_delay_ms'], 'group': group['name']}
+            for group in normalise_groups(groups, None) if is_active_everywhere(group)
+            for prefix in group['addresses']]
 
 
 def identity_prefixes(groups, names=None):
@@ -211,7 +265,7 @@ def bridge_reconciliations(groups, datacentres, active_datacentre):
     datacentre (``target``), which removes the copies of what the owner consumed."""
     return [{'group': group['name'], 'source': group['owner'], 'target': datacentre}
             for group in normalise_groups(groups, active_datacentre)
-            if group['engine'] == BRIDGE and group['mode'] == FULL_STATE
+            if group['engine'] == BRIDGE and group['mode'] == FULL_STATE and not is_active_everywhere(group)
             for datacentre in datacentres if datacentre != group['owner']]
 
 
@@ -226,6 +280,11 @@ def uncompared_prefixes(groups):
 def inbound_address(group_name):
     """Where a bridge of the group delivers its copies at the remote datacentre."""
     return INBOUND_ADDRESS_PREFIX + group_name
+
+
+def notice_address(group_name):
+    """Where the broker plugin sends the notices of acknowledgements of a group active everywhere."""
+    return ACK_NOTICE_PREFIX + group_name
 
 
 def exports(groups, external_brokers, datacentres, active_datacentre):
@@ -283,7 +342,7 @@ def probe_routes(groups, datacentres, active_datacentre):
     group's first prefix."""
     routes = []
     for group in normalise_groups(groups, active_datacentre):
-        if group['mode'] == FULL_STATE:
+        if group['mode'] == FULL_STATE and not is_active_everywhere(group):
             routes.append({'group': group['name'], 'address': (group['addresses'] or [''])[0] + PROBE_ADDRESS,
                            'source': group['owner'],
                            'targets': [datacentre for datacentre in datacentres if datacentre != group['owner']]})

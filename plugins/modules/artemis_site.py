@@ -63,6 +63,9 @@ options:
         type: str
         choices: [mirror, bridge]
         default: mirror
+      staging_delay_ms:
+        description: A group active at every datacentre, with this staging delay; it is never fenced or activated.
+        type: int
   groups:
     description: Names of the groups to activate or fence. Default every C(full_state) group.
     type: list
@@ -339,6 +342,7 @@ def argument_spec():
             mode=dict(type='str', choices=list(MODES), default=FULL_STATE),
             owner=dict(type='str'),
             engine=dict(type='str', choices=list(ENGINES), default=MIRROR),
+            staging_delay_ms=dict(type='int'),
         )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),
@@ -360,7 +364,8 @@ def checked_inputs(module):
     selected = params['groups'] if params['groups'] is not None else full_state
     unknown = sorted(set(selected) - set(full_state))
     if unknown:
-        module.fail_json(msg='groups %s are not full_state groups of address_groups (those are: %s)'
+        module.fail_json(msg='groups %s are not full_state groups of address_groups that one datacentre owns (those '
+                         'are: %s; a group with a staging_delay_ms is active everywhere, never fenced)'
                          % (', '.join(unknown), ', '.join(full_state) or 'none'))
     if not any(broker['datacentre'] == params['datacentre'] for broker in params['brokers']):
         module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)' % (

@@ -12,7 +12,8 @@ TESTBED_GROUPS = [{"name": "inflow", "addresses": ["inflow."], "mode": "messages
 
 def test_groups_get_their_defaults():
     groups = artemis_estate.normalise_groups([{"name": "all"}], "dc1")
-    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "engine": "mirror", "owner": "dc1"}]
+    assert groups == [{"name": "all", "addresses": [], "mode": "full_state", "engine": "mirror", "owner": "dc1",
+                       "staging_delay_ms": None}]
 
 
 def test_an_unknown_mode_or_owner_is_named():
@@ -201,3 +202,58 @@ def test_full_state_bridge_groups_carry_identities_and_are_compared_by_reconcili
     assert artemis_estate.uncompared_prefixes(groups) == ["inflow.", "relay.", "books.", "ledger."]
     assert artemis_estate.bridge_reconciliations(groups, ["dc1", "dc2", "dc3"], "dc2") == [
         {"group": "books", "source": "dc2", "target": "dc1"}, {"group": "books", "source": "dc2", "target": "dc3"}]
+
+
+ACTIVE_EVERYWHERE = [{"name": "all", "addresses": []},
+                     {"name": "books", "addresses": ["books."], "engine": "bridge"},
+                     {"name": "shared", "addresses": ["shared.", "common."], "engine": "bridge",
+                      "staging_delay_ms": 20000}]
+
+
+def test_a_group_with_a_staging_delay_is_owned_staged_fenced_probed_and_reconciled_nowhere():
+    datacentres = ["dc1", "dc2", "dc3"]
+    assert artemis_estate.normalise_groups(ACTIVE_EVERYWHERE, "dc1")[2]["owner"] is None
+    assert artemis_estate.owned_groups(ACTIVE_EVERYWHERE, datacentres, "dc1") == {
+        "dc1": ["all", "books"], "dc2": [], "dc3": []}
+    assert artemis_estate.full_state_groups(ACTIVE_EVERYWHERE) == ["all", "books"]
+    assert [entry for entry in artemis_estate.staging(ACTIVE_EVERYWHERE, "dc2", "dc1") if entry["staged"]] == [
+        {"prefix": "", "group": "all", "staged": True}, {"prefix": "books.", "group": "books", "staged": True}]
+    assert [route["group"] for route in artemis_estate.probe_routes(ACTIVE_EVERYWHERE, datacentres, "dc1")] == [
+        "all", "books"]
+    assert [entry["group"] for entry in artemis_estate.bridge_reconciliations(ACTIVE_EVERYWHERE, datacentres,
+                                                                              "dc1")] == ["books"] * 2
+    # Its messages carry their identity, which the notices name, and its queues differ between datacentres.
+    assert artemis_estate.identity_prefixes(ACTIVE_EVERYWHERE) == ["books.", "shared.", "common."]
+    assert artemis_estate.staging_delays(ACTIVE_EVERYWHERE) == [
+        {"prefix": "shared.", "delay_ms": 20000, "group": "shared"},
+        {"prefix": "common.", "delay_ms": 20000, "group": "shared"}]
+
+
+def test_notices_of_acknowledgements_follow_the_copies_through_the_same_outbound_queue():
+    links = artemis_estate.bridge_links(ACTIVE_EVERYWHERE, ["dc1", "dc2"], "dc1")
+    shared = [link for link in links if link["group"] == "shared" and link["source"] == "dc2"]
+    assert shared == [{"name": "continuity.out.shared.dc1", "source": "dc2", "target": "dc1", "group": "shared",
+                       "inbound": "continuity.in.shared",
+                       "diverts": [{"name": "continuity.divert.shared.dc1.0", "address": "shared.#"},
+                                   {"name": "continuity.divert.shared.dc1.1", "address": "common.#"},
+                                   {"name": "continuity.divert.shared.dc1.2", "address": "continuity.acks.shared"}]}]
+    assert {"name": "replication", "match": "continuity.acks.shared", "permissions": ["send"]} in \
+        artemis_estate.peer_roles(ACTIVE_EVERYWHERE, "dc1")
+    catch_all = [connection for connection in artemis_estate.mirror_connections(ACTIVE_EVERYWHERE, ["dc1", "dc2"],
+                                                                                 "dc1") if connection["group"] == "all"]
+    assert all("!continuity.acks." in connection["address_filter"].split(",") for connection in catch_all)
+
+
+@pytest.mark.parametrize("group, message", [
+    ({"name": "s", "addresses": ["s."], "mode": "messages_only", "engine": "bridge", "staging_delay_ms": 5000},
+     "s: staging_delay_ms .* needs mode full_state and engine bridge \\(this group is messages_only on the bridge"),
+    ({"name": "s", "addresses": ["s."], "staging_delay_ms": 5000},
+     "s: staging_delay_ms .* \\(this group is full_state on the mirror engine\\)"),
+    ({"name": "s", "addresses": ["s."], "engine": "bridge", "staging_delay_ms": 0}, "s: staging_delay_ms must be"),
+    ({"name": "s", "addresses": ["s."], "engine": "bridge", "staging_delay_ms": "5s"}, "got '5s'"),
+    ({"name": "s", "addresses": ["s."], "engine": "bridge", "staging_delay_ms": 5000, "owner": "dc2"},
+     "s: a group with staging_delay_ms is active at every datacentre, so it has no owner"),
+])
+def test_a_staging_delay_the_estate_cannot_have_is_refused_by_name(group, message):
+    with pytest.raises(artemis_estate.EstateError, match=message):
+        artemis_estate.normalise_groups([group], "dc1")

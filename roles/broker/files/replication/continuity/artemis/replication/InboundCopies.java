@@ -16,15 +16,28 @@
  * the id as Message.HDR_ORIG_MESSAGE_ID); a copy gets that id here, when it is sent on. Filters can select by it;
  * a broker's own message id is not a filter identifier. An id once stamped is kept (a moved message keeps it).
  *
+ * A group active at every datacentre (a staging delay) has one option per prefix, staging-delay.<prefix> =
+ * "<delay in ms> <group>", and datacentre and notice-prefix. A message produced under such a prefix is stamped with
+ * its production time (continuity_produced_at) before it is routed, so the divert's copies carry it; a copy arriving
+ * under it is scheduled for that time plus the delay. A consumer's acknowledgement of one of its messages (not an
+ * expiry, not a removal) becomes a notice to <notice-prefix><group>, which the group's diverts put into the outbound
+ * queues behind the copies; at each other datacentre the notice removes the copy it names from the same queue, or
+ * the original where the message was produced. A notice that finds nothing came too late: the copy was delivered.
+ * Both are counted, and the time from production to the notice's arrival is recorded, on the broker's metrics.
+ *
  * The broker role compiles this file on the broker host against the distribution's lib/. Options (a <property> of
- * <broker-plugin> in broker.xml): inbound-prefix, identity-prefixes (comma-separated, may be empty).
+ * <broker-plugin> in broker.xml): inbound-prefix, identity-prefixes (comma-separated, may be empty), and the staging
+ * delays' above.
  */
 package continuity.artemis.replication;
 
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.activemq.artemis.api.core.ActiveMQBuffer;
 import org.apache.activemq.artemis.api.core.ActiveMQBuffers;
@@ -33,27 +46,60 @@ import org.apache.activemq.artemis.api.core.Interceptor;
 import org.apache.activemq.artemis.api.core.Message;
 import org.apache.activemq.artemis.api.core.RoutingType;
 import org.apache.activemq.artemis.api.core.SimpleString;
+import org.apache.activemq.artemis.core.filter.impl.FilterImpl;
+import org.apache.activemq.artemis.core.message.impl.CoreMessage;
 import org.apache.activemq.artemis.core.persistence.Persister;
 import org.apache.activemq.artemis.core.protocol.core.Packet;
 import org.apache.activemq.artemis.core.protocol.core.impl.PacketImpl;
 import org.apache.activemq.artemis.core.protocol.core.impl.wireformat.MessagePacketI;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.MessageReference;
+import org.apache.activemq.artemis.core.server.Queue;
 import org.apache.activemq.artemis.core.server.RoutingContext;
+import org.apache.activemq.artemis.core.server.ServerConsumer;
+import org.apache.activemq.artemis.core.server.ServerSession;
+import org.apache.activemq.artemis.core.server.impl.AckReason;
 import org.apache.activemq.artemis.core.server.impl.AddressInfo;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
+import org.apache.activemq.artemis.core.transaction.Transaction;
 import org.apache.activemq.artemis.spi.core.protocol.EmbedMessageUtil;
 import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 
 public class InboundCopies implements ActiveMQServerPlugin {
    // Where EmbedMessageUtil keeps the encoded header of a large AMQP message inside its core wrapper.
    private static final String EMBEDDED_LARGE_HEADER = "_AMQP_EMBED_LARGE";
    private static final SimpleString SOURCE_ID = SimpleString.of("continuity_source_id");
    private static final SimpleString ORIGIN = SimpleString.of("continuity_origin");
+   private static final SimpleString PRODUCED_AT = SimpleString.of("continuity_produced_at");
+   // A notice: which message (where it was produced, its identity there), on which queue, when it was produced and acknowledged.
+   private static final SimpleString NOTICE_ORIGIN = SimpleString.of("continuity_notice_origin");
+   private static final SimpleString NOTICE_SOURCE_ID = SimpleString.of("continuity_notice_source_id");
+   private static final SimpleString NOTICE_QUEUE = SimpleString.of("continuity_notice_queue");
+   private static final SimpleString NOTICE_PRODUCED_AT = SimpleString.of("continuity_notice_produced_at");
+   private static final SimpleString NOTICE_ACKED_AT = SimpleString.of("continuity_notice_acked_at");
+   private static final String STAGING_DELAY_OPTION = "staging-delay.";
+   private static final Logger LOG = LoggerFactory.getLogger(InboundCopies.class);
+
+   /** A group active at every datacentre: its delay and the address its notices go to. */
+   private record Delayed(String group, long delayMillis, String noticeAddress) { }
+
+   /** A notice as it arrived from the datacentre {@code sender}. */
+   private record Notice(String sender, String origin, Long sourceId, String queue, Long producedAt, long arrivedAt) { }
 
    private final Interceptor interceptor = this::intercept;
    private String inboundPrefix;
    private List<String> identityPrefixes = List.of();
+   private final Map<String, Delayed> delayedPrefixes = new LinkedHashMap<>();
+   private String datacentre;
    private ActiveMQServer server;
+   // Notices are sent and applied in order, away from the acknowledging and the routing thread.
+   private Executor notices;
 
    @Override
    public void init(Map<String, String> properties) {
@@ -63,12 +109,68 @@ public class InboundCopies implements ActiveMQServerPlugin {
       }
       String identity = properties.getOrDefault("identity-prefixes", "");
       identityPrefixes = Arrays.stream(identity.split(",")).map(String::trim).filter(p -> !p.isEmpty()).toList();
+      String noticePrefix = properties.getOrDefault("notice-prefix", "");
+      for (Map.Entry<String, String> option : properties.entrySet()) {
+         if (!option.getKey().startsWith(STAGING_DELAY_OPTION)) {
+            continue;
+         }
+         String[] value = option.getValue().trim().split(" ");
+         if (value.length != 2 || noticePrefix.isEmpty()) {
+            throw new IllegalArgumentException("InboundCopies: " + option.getKey() + " must be \"<delay in ms> <group>\""
+                                                  + " beside a notice-prefix, got " + option.getValue());
+         }
+         delayedPrefixes.put(option.getKey().substring(STAGING_DELAY_OPTION.length()),
+                             new Delayed(value[1], Long.parseLong(value[0]), noticePrefix + value[1]));
+      }
+      datacentre = properties.get("datacentre");
+      if (!delayedPrefixes.isEmpty() && (datacentre == null || datacentre.isEmpty())) {
+         throw new IllegalArgumentException("InboundCopies: staging delays need the property datacentre");
+      }
+   }
+
+   private Delayed delayed(String address) {
+      if (address == null) {
+         return null;
+      }
+      for (Map.Entry<String, Delayed> entry : delayedPrefixes.entrySet()) {
+         if (address.startsWith(entry.getKey())) {
+            return entry.getValue();
+         }
+      }
+      return null;
+   }
+
+   private Delayed noticeGroup(String address) {
+      return delayedPrefixes.values().stream().filter(d -> d.noticeAddress().equals(address)).findFirst().orElse(null);
+   }
+
+   /** An original of a group active everywhere: the time it was produced, before the diverts copy it. */
+   @Override
+   public void beforeSend(ServerSession session, Transaction tx, Message message, boolean direct,
+                          boolean noAutoCreateQueue) {
+      if (delayed(message.getAddress()) != null && message.getObjectProperty(ORIGIN) == null
+            && message.getObjectProperty(PRODUCED_AT) == null) {
+         message.putLongProperty(PRODUCED_AT, System.currentTimeMillis());
+         message.reencode();
+      }
    }
 
    /** An original of a full_state group: its own message id, assigned by now, becomes its identity. */
    @Override
    public void beforeMessageRoute(Message message, RoutingContext context, boolean direct, boolean rejectDuplicates) {
       String address = message.getAddress();
+      Delayed noticed = noticeGroup(address);
+      if (noticed != null) {
+         if (message.getObjectProperty(ORIGIN) != null) {
+            Notice notice = new Notice(String.valueOf(message.getObjectProperty(ORIGIN)),
+                                       message.getStringProperty(NOTICE_ORIGIN),
+                                       message.getLongProperty(NOTICE_SOURCE_ID),
+                                       message.getStringProperty(NOTICE_QUEUE),
+                                       message.getLongProperty(NOTICE_PRODUCED_AT), System.currentTimeMillis());
+            notices.execute(() -> applyNotice(noticed, notice));
+         }
+         return;
+      }
       if (address == null || message.isLargeMessage() || identityPrefixes.stream().noneMatch(address::startsWith)) {
          return;
       }
@@ -78,9 +180,100 @@ public class InboundCopies implements ActiveMQServerPlugin {
       }
    }
 
+   /** A consumer acknowledged a message of a group active everywhere: tell the other datacentres. */
+   @Override
+   public void messageAcknowledged(Transaction tx, MessageReference reference, AckReason reason,
+                                   ServerConsumer consumer) {
+      if (reason != AckReason.NORMAL || consumer == null) {
+         return;
+      }
+      Message message = reference.getMessage();
+      Delayed group = delayed(message.getAddress());
+      Object sourceId = message.getObjectProperty(SOURCE_ID);
+      if (group == null || !(sourceId instanceof Number id)) {
+         return;
+      }
+      Object origin = message.getObjectProperty(ORIGIN);
+      Object producedAt = message.getObjectProperty(PRODUCED_AT);
+      String queue = reference.getQueue().getName().toString();
+      long ackedAt = System.currentTimeMillis();
+      notices.execute(() -> sendNotice(group, origin == null ? datacentre : origin.toString(), id.longValue(), queue,
+                                       producedAt instanceof Number at ? at.longValue() : -1L, ackedAt));
+   }
+
+   private void sendNotice(Delayed group, String origin, long sourceId, String queue, long producedAt, long ackedAt) {
+      try {
+         SimpleString address = SimpleString.of(group.noticeAddress());
+         ensureNoticeAddress(address);
+         CoreMessage notice = new CoreMessage(server.getStorageManager().generateID(), 256);
+         notice.setAddress(address);
+         notice.setRoutingType(RoutingType.MULTICAST);
+         notice.setDurable(true);
+         notice.putStringProperty(NOTICE_ORIGIN, origin);
+         notice.putLongProperty(NOTICE_SOURCE_ID, sourceId);
+         notice.putStringProperty(NOTICE_QUEUE, queue);
+         notice.putLongProperty(NOTICE_PRODUCED_AT, producedAt);
+         notice.putLongProperty(NOTICE_ACKED_AT, ackedAt);
+         server.getPostOffice().route(notice, false);
+      } catch (Exception e) {
+         LOG.warn("continuity: no notice sent for the acknowledgement of {}:{} on {}: {}", origin, sourceId, queue,
+                  e.toString());
+      }
+   }
+
+   private void ensureNoticeAddress(SimpleString address) throws Exception {
+      if (server.getAddressInfo(address) == null) {
+         server.addAddressInfo(new AddressInfo(address, RoutingType.MULTICAST));
+      }
+   }
+
+   /** A notice from another datacentre: remove the copy (or the original) it names, if not delivered yet. */
+   private void applyNotice(Delayed group, Notice notice) {
+      String sender = notice.sender();
+      String origin = notice.origin();
+      Long sourceId = notice.sourceId();
+      String queueName = notice.queue();
+      Long producedAt = notice.producedAt();
+      long arrivedAt = notice.arrivedAt();
+      if (origin == null || sourceId == null || queueName == null) {
+         LOG.warn("continuity: a notice from {} without a message's origin, identity or queue was ignored", sender);
+         return;
+      }
+      MeterRegistry registry = server.getMetricsManager() == null ? null : server.getMetricsManager().getMeterRegistry();
+      if (registry != null && producedAt != null && producedAt > 0) {
+         Timer.builder("continuity.ack.notice.delta")
+            .description("From a message's production to the arrival here of its acknowledgement's notice")
+            .tags("group", group.group(), "source", sender).publishPercentileHistogram()
+            .register(registry).record(Math.max(0, arrivedAt - producedAt), TimeUnit.MILLISECONDS);
+      }
+      int removed = 0;
+      try {
+         Queue queue = server.locateQueue(queueName);
+         if (queue != null) {
+            String selector = (datacentre.equals(origin) ? ORIGIN + " IS NULL"
+                               : ORIGIN + " = '" + origin.replace("'", "''") + "'")
+               + " AND " + SOURCE_ID + " = " + sourceId;
+            removed = queue.deleteMatchingReferences(FilterImpl.createFilter(selector));
+         }
+      } catch (Exception e) {
+         LOG.warn("continuity: the notice of {}:{} on {} could not be applied: {}", origin, sourceId, queueName,
+                  e.toString());
+      }
+      if (registry != null) {
+         Counter.builder(removed > 0 ? "continuity.ack.notices.applied" : "continuity.ack.notices.late")
+            .description(removed > 0 ? "Notices that removed the copy they name before its delivery"
+                         : "Notices that found their copy delivered already (a duplicate) or gone")
+            .tags("group", group.group(), "source", sender).register(registry).increment();
+      }
+      if (removed == 0) {
+         LOG.debug("continuity: the notice of {}:{} on {} found nothing", origin, sourceId, queueName);
+      }
+   }
+
    @Override
    public void registered(ActiveMQServer server) {
       this.server = server;
+      this.notices = server.getExecutorFactory().getExecutor();
       server.getRemotingService().addIncomingInterceptor(interceptor);
    }
 
@@ -130,9 +323,29 @@ public class InboundCopies implements ActiveMQServerPlugin {
          message.putLongProperty(SOURCE_ID, id.longValue());
       }
       message.setAddress(target);
-      message.setRoutingType(routingType(message, target));
+      if (noticeGroup(target.toString()) != null) {
+         // A notice is applied while it is routed and kept nowhere: its address has no queue.
+         ensureNoticeAddressQuietly(target);
+         message.setRoutingType(RoutingType.MULTICAST);
+      } else {
+         message.setRoutingType(routingType(message, target));
+         Delayed group = delayed(target.toString());
+         if (group != null) {
+            Object producedAt = message.getObjectProperty(PRODUCED_AT);
+            long from = producedAt instanceof Number at ? at.longValue() : System.currentTimeMillis();
+            message.setScheduledDeliveryTime(from + group.delayMillis());
+         }
+      }
       message.reencode();
       return true;
+   }
+
+   private void ensureNoticeAddressQuietly(SimpleString address) {
+      try {
+         ensureNoticeAddress(address);
+      } catch (Exception e) {
+         LOG.warn("continuity: the notice address {} could not be created: {}", address, e.toString());
+      }
    }
 
    /**

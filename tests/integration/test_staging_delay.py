@@ -1,0 +1,77 @@
+"""Active/active with a staging delay on the test bed's group `shared` (full_state, engine bridge, staging_delay_ms
+20000, group_vars/all/estate.yml): both datacentres take producers and consumers; a copy from the other datacentre
+becomes deliverable 20 s after its original was produced, unless the notice of a consumer's acknowledgement arrived
+first and removed it. Counted by management and by ledger; on the systemd bed (three datacentres, broker metrics)
+also by the broker plugin's meters."""
+
+import uuid
+
+import pytest
+
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import prometheus
+
+STAGING_DELAY_S = 20  # the bed's `shared` group
+
+
+def _notice_figures(node, source):
+    """The broker plugin's meters at ``node`` for notices of `shared` from ``source``: applied, late, and the count and
+    sum of the production-to-arrival deltas (0 before the first notice)."""
+    samples = prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)
+
+    def value(name):
+        return sum(value for labels, value in samples.get(name, [])
+                   if labels.get("group") == "shared" and labels.get("source") == source)
+    return {"applied": value("continuity_ack_notices_applied_total"),
+            "late": value("continuity_ack_notices_late_total"),
+            "deltas": value("continuity_ack_notice_delta_seconds_count"),
+            "delta_sum_s": value("continuity_ack_notice_delta_seconds_sum")}
+
+
+def test_a_message_consumed_at_one_datacentre_is_removed_from_the_other_and_an_unconsumed_one_is_delivered_there(
+        estate):
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    queue = f"shared.q.{uuid.uuid4().hex[:8]}"
+
+    # Consumed at dc1 within the delay: the notices remove dc2's copies before they become deliverable.
+    sent_at_dc1 = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50, id_prefix=f"{queue}-dc1")
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 50, timeout=60,
+                  description=f"50 copies of {queue} at dc2")
+    consumed_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=30)
+    assert sorted(message.id for message in consumed_at_dc1) == sorted(sent_at_dc1)
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60,
+                  description=f"dc2's copies of {queue} removed by the notices of dc1's acknowledgements")
+
+    # Not consumed where it was produced (dc2): its copies at dc1 wait out the delay, then dc1's consumer takes them,
+    # and the notices of those acknowledgements remove dc2's originals.
+    sent_at_dc2 = amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 20, id_prefix=f"{queue}-dc2")
+    amqp.wait_for(lambda: dc1.message_count(queue), lambda count: count == 20, timeout=60,
+                  description=f"20 copies of {queue} at dc1")
+    with pytest.raises(amqp.ReceiveError):
+        amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=3)
+    delivered_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 20, timeout=STAGING_DELAY_S + 30)
+    assert sorted(message.id for message in delivered_at_dc1) == sorted(sent_at_dc2)
+    amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60,
+                  description=f"dc2's originals of {queue} removed by the notices of dc1's acknowledgements")
+    # Nothing is left anywhere to be delivered twice.
+    assert (dc1.message_count(queue), dc2.message_count(queue)) == (0, 0)
+
+
+@pytest.mark.systemd  # three datacentres, broker metrics on; the systemd pass of make test runs it by name
+def test_with_three_datacentres_every_other_datacentre_removes_its_copy_and_counts_the_notice(estate):
+    dc1, others = estate.dc("dc1"), [estate.dc("dc2"), estate.dc("dc3")]
+    queue = f"shared.m.{uuid.uuid4().hex[:8]}"
+    before = {node.name: _notice_figures(node, "dc1") for node in others}
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=queue)
+    for node in others:
+        amqp.wait_for(lambda: node.message_count(queue), lambda count: count == 30, timeout=60,
+                      description=f"30 copies of {queue} at {node.name}")
+    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 30, timeout=30)
+    assert sorted(message.id for message in consumed) == sorted(sent)
+    for node in others:
+        amqp.wait_for(lambda: node.message_count(queue), lambda count: count == 0, timeout=60,
+                      description=f"{node.name}'s copies of {queue} removed by the notices")
+        after = _notice_figures(node, "dc1")
+        counted = {key: after[key] - before[node.name][key] for key in after}
+        assert (counted["applied"], counted["late"], counted["deltas"]) == (30, 0, 30), (node.name, counted)
+        assert 0 < counted["delta_sum_s"] / 30 < STAGING_DELAY_S, (node.name, counted)
