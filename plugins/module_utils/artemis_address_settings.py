@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import prefix_entries
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import ACK_NOTICE_PREFIX, prefix_entries
 
 # The address (and its one anycast queue) where a passive datacentre keeps what the mirror could not route.
 KEPT_ADDRESS = 'continuity.kept'
@@ -31,8 +31,9 @@ SOURCE_NODE_PROPERTY = 'x-opt-amq-bkr-id'
 SOURCE_MESSAGE_ID_PROPERTY = 'x-opt-amq-mr-id'
 
 KEEP_UNROUTED = {'send-to-dla-on-no-route': True, 'dead-letter-address': KEPT_ADDRESS}
-# Artemis's own addresses that route to no queue by design (its notifications, when nobody listens): never kept.
-NEVER_KEPT_MATCHES = ('activemq.management.#', 'activemq.notifications')
+# Addresses that route to no queue by design, never kept: Artemis's own (its notifications, when nobody listens) and
+# the broker plugin's acknowledgement notices (applied while routed; kept, they would fill the broker's memory).
+NEVER_KEPT_MATCHES = ('activemq.management.#', 'activemq.notifications', ACK_NOTICE_PREFIX + '#')
 
 # broker.xml element names whose JSON name (addAddressSettings) is not simply the camel case of it.
 _JSON_NAMES = {
@@ -65,7 +66,8 @@ def address_settings(configured, staging=(), delete_removed_diverts=False):
     with the configured settings of that match and:
 
     - staged: KEEP_UNROUTED;
-    - on Artemis's own addresses (NEVER_KEPT_MATCHES), when something is staged: never kept;
+    - on the addresses that route nowhere by design (NEVER_KEPT_MATCHES), when a group has prefixes that a fence may
+      stage at runtime: never kept;
     - not staged, under a prefix (a more general match may be staged): the configured ``send-to-dla-on-no-route``
       (else false) and ``dead-letter-address`` spelled out, since Artemis merges settings from the general matches.
 
@@ -77,7 +79,7 @@ def address_settings(configured, staging=(), delete_removed_diverts=False):
                 or not isinstance(entry.get('settings', {}), dict):
             raise ValueError("each address setting needs 'match' and a 'settings' mapping, got %r" % (entry,))
     by_match = dict((entry['match'], dict(entry.get('settings') or {})) for entry in configured)
-    if any(entry['staged'] for entry in staging):
+    if staging:
         for match in NEVER_KEPT_MATCHES:
             by_match.setdefault(match, {})['send-to-dla-on-no-route'] = False
     if delete_removed_diverts:

@@ -27,16 +27,22 @@ def test_a_staged_catch_all_keeps_and_the_prefixes_it_does_not_stage_say_so_expl
     assert settings["east.#"] == {"max-delivery-attempts": 5, "send-to-dla-on-no-route": False,
                                   "dead-letter-address": "DLQ"}
     assert settings["inflow.#"] == {"send-to-dla-on-no-route": False, "dead-letter-address": "DLQ"}
-    # Artemis's notifications go nowhere when nobody listens: never kept.
+    # Artemis's notifications go nowhere when nobody listens, nor do the broker plugin's notices: never kept.
     assert settings["activemq.notifications"] == {"send-to-dla-on-no-route": False}
+    assert settings["continuity.acks.#"] == {"send-to-dla-on-no-route": False}
 
 
-def test_an_active_datacentre_keeps_nothing_and_adds_nothing_to_the_catch_all():
+def test_an_active_datacentre_keeps_nothing_and_adds_nothing_to_the_catch_all_but_what_is_never_kept():
     staging = [{"prefix": "", "staged": False}, {"prefix": "east.", "staged": True}]
     settings = _by_match(address_settings(CONFIGURED, staging))
     assert settings["#"] == CONFIGURED[0]["settings"]
     assert settings["east.#"]["dead-letter-address"] == KEPT_ADDRESS
-    assert _by_match(address_settings(CONFIGURED, [{"prefix": "", "staged": False}])) == _by_match(CONFIGURED)
+    # What goes nowhere by design is never kept, also where a fence at runtime (artemis_site) stages the catch-all.
+    never_kept = {"activemq.management.#": {"send-to-dla-on-no-route": False},
+                  "activemq.notifications": {"send-to-dla-on-no-route": False},
+                  "continuity.acks.#": {"send-to-dla-on-no-route": False}}
+    assert _by_match(address_settings(CONFIGURED, [{"prefix": "", "staged": False}])) == dict(
+        _by_match(CONFIGURED), **never_kept)
     assert address_settings(CONFIGURED) == CONFIGURED
 
 

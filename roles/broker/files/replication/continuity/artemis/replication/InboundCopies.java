@@ -36,6 +36,7 @@ import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
@@ -84,6 +85,9 @@ public class InboundCopies implements ActiveMQServerPlugin {
    private static final SimpleString NOTICE_PRODUCED_AT = SimpleString.of("continuity_notice_produced_at");
    private static final SimpleString NOTICE_ACKED_AT = SimpleString.of("continuity_notice_acked_at");
    private static final String STAGING_DELAY_OPTION = "staging-delay.";
+   // How long a notice waits, at most, for the copy it names to join its queue or be acknowledged: 2 s.
+   private static final int NOTICE_ATTEMPTS = 200;
+   private static final long NOTICE_RETRY_MILLIS = 10;
    private static final Logger LOG = LoggerFactory.getLogger(InboundCopies.class);
 
    /** A group active at every datacentre: its delay and the address its notices go to. */
@@ -100,6 +104,9 @@ public class InboundCopies implements ActiveMQServerPlugin {
    private ActiveMQServer server;
    // Notices are sent and applied in order, away from the acknowledging and the routing thread.
    private Executor notices;
+   // The local message id of each message of a delayed group here, by its identity across datacentres, until it is
+   // acknowledged or removed: a notice then removes it by id (a filter would read every message of the queue).
+   private final Map<String, Long> localIds = new ConcurrentHashMap<>();
 
    @Override
    public void init(Map<String, String> properties) {
@@ -167,7 +174,7 @@ public class InboundCopies implements ActiveMQServerPlugin {
                                        message.getLongProperty(NOTICE_SOURCE_ID),
                                        message.getStringProperty(NOTICE_QUEUE),
                                        message.getLongProperty(NOTICE_PRODUCED_AT), System.currentTimeMillis());
-            notices.execute(() -> applyNotice(noticed, notice));
+            notices.execute(() -> applyNotice(noticed, notice, 0));
          }
          return;
       }
@@ -178,17 +185,39 @@ public class InboundCopies implements ActiveMQServerPlugin {
          message.putLongProperty(SOURCE_ID, message.getMessageID());
          message.reencode();
       }
+      String identity = delayed(address) == null ? null : identity(message);
+      if (identity != null) {
+         localIds.put(identity, message.getMessageID());
+      }
+   }
+
+   /** A message's identity across datacentres: where it was produced and its id there; null without one. */
+   private String identity(Message message) {
+      Object origin = message.getObjectProperty(ORIGIN);
+      Object sourceId = message.getObjectProperty(SOURCE_ID);
+      return sourceId instanceof Number id ? identity(origin == null ? datacentre : origin.toString(), id.longValue())
+                                            : null;
+   }
+
+   private static String identity(String origin, long sourceId) {
+      return origin + ":" + sourceId;
    }
 
    /** A consumer acknowledged a message of a group active everywhere: tell the other datacentres. */
    @Override
    public void messageAcknowledged(Transaction tx, MessageReference reference, AckReason reason,
                                    ServerConsumer consumer) {
+      Message message = reference.getMessage();
+      Delayed group = delayed(message.getAddress());
+      if (group != null) {
+         String identity = identity(message);
+         if (identity != null) {
+            localIds.remove(identity);
+         }
+      }
       if (reason != AckReason.NORMAL || consumer == null) {
          return;
       }
-      Message message = reference.getMessage();
-      Delayed group = delayed(message.getAddress());
       Object sourceId = message.getObjectProperty(SOURCE_ID);
       if (group == null || !(sourceId instanceof Number id)) {
          return;
@@ -228,45 +257,52 @@ public class InboundCopies implements ActiveMQServerPlugin {
    }
 
    /** A notice from another datacentre: remove the copy (or the original) it names, if not delivered yet. */
-   private void applyNotice(Delayed group, Notice notice) {
-      String sender = notice.sender();
+   private void applyNotice(Delayed group, Notice notice, int attempt) {
       String origin = notice.origin();
       Long sourceId = notice.sourceId();
       String queueName = notice.queue();
-      Long producedAt = notice.producedAt();
-      long arrivedAt = notice.arrivedAt();
       if (origin == null || sourceId == null || queueName == null) {
-         LOG.warn("continuity: a notice from {} without a message's origin, identity or queue was ignored", sender);
+         LOG.warn("continuity: a notice from {} without a message's origin, identity or queue was ignored",
+                  notice.sender());
          return;
       }
       MeterRegistry registry = server.getMetricsManager() == null ? null : server.getMetricsManager().getMeterRegistry();
-      if (registry != null && producedAt != null && producedAt > 0) {
+      if (attempt == 0 && registry != null && notice.producedAt() != null && notice.producedAt() > 0) {
          Timer.builder("continuity.ack.notice.delta")
             .description("From a message's production to the arrival here of its acknowledgement's notice")
-            .tags("group", group.group(), "source", sender).publishPercentileHistogram()
-            .register(registry).record(Math.max(0, arrivedAt - producedAt), TimeUnit.MILLISECONDS);
+            .tags("group", group.group(), "source", notice.sender()).publishPercentileHistogram()
+            .register(registry).record(Math.max(0, notice.arrivedAt() - notice.producedAt()), TimeUnit.MILLISECONDS);
       }
-      int removed = 0;
+      String identity = identity(origin, sourceId);
+      boolean removed = false;
       try {
          Queue queue = server.locateQueue(queueName);
-         if (queue != null) {
+         Long messageId = localIds.get(identity);
+         if (queue != null && messageId != null) {
+            removed = queue.deleteReference(messageId);
+            if (!removed && attempt < NOTICE_ATTEMPTS) {
+               // Routed here and neither acknowledged nor removed since: its reference joins the queue once its
+               // journal write completes (the notice can follow the copy that closely), or a consumer holds it.
+               server.getScheduledPool().schedule(() -> notices.execute(() -> applyNotice(group, notice, attempt + 1)),
+                                                  NOTICE_RETRY_MILLIS, TimeUnit.MILLISECONDS);
+               return;
+            }
+            localIds.remove(identity);
+         } else if (queue != null) {
+            // Not indexed: acknowledged here already (then this finds nothing), or routed before a restart.
             String selector = (datacentre.equals(origin) ? ORIGIN + " IS NULL"
                                : ORIGIN + " = '" + origin.replace("'", "''") + "'")
                + " AND " + SOURCE_ID + " = " + sourceId;
-            removed = queue.deleteMatchingReferences(FilterImpl.createFilter(selector));
+            removed = queue.deleteMatchingReferences(FilterImpl.createFilter(selector)) > 0;
          }
       } catch (Exception e) {
-         LOG.warn("continuity: the notice of {}:{} on {} could not be applied: {}", origin, sourceId, queueName,
-                  e.toString());
+         LOG.warn("continuity: the notice of {} on {} could not be applied: {}", identity, queueName, e.toString());
       }
       if (registry != null) {
-         Counter.builder(removed > 0 ? "continuity.ack.notices.applied" : "continuity.ack.notices.late")
-            .description(removed > 0 ? "Notices that removed the copy they name before its delivery"
+         Counter.builder(removed ? "continuity.ack.notices.applied" : "continuity.ack.notices.late")
+            .description(removed ? "Notices that removed the copy they name before its delivery"
                          : "Notices that found their copy delivered already (a duplicate) or gone")
-            .tags("group", group.group(), "source", sender).register(registry).increment();
-      }
-      if (removed == 0) {
-         LOG.debug("continuity: the notice of {}:{} on {} found nothing", origin, sourceId, queueName);
+            .tags("group", group.group(), "source", notice.sender()).register(registry).increment();
       }
    }
 
