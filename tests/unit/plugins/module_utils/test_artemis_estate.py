@@ -239,8 +239,8 @@ def test_notices_of_acknowledgements_follow_the_copies_through_the_same_outbound
                                    {"name": "continuity.divert.shared.dc1.2", "address": "continuity.acks.shared"}]}]
     assert {"name": "replication", "match": "continuity.acks.shared", "permissions": ["send"]} in \
         artemis_estate.peer_roles(ACTIVE_EVERYWHERE, "dc1")
-    catch_all = [connection for connection in artemis_estate.mirror_connections(ACTIVE_EVERYWHERE, ["dc1", "dc2"],
-                                                                                 "dc1") if connection["group"] == "all"]
+    connections = artemis_estate.mirror_connections(ACTIVE_EVERYWHERE, ["dc1", "dc2"], "dc1")
+    catch_all = [connection for connection in connections if connection["group"] == "all"]
     assert all("!continuity.acks." in connection["address_filter"].split(",") for connection in catch_all)
 
 
