@@ -14,13 +14,11 @@ counted per reason, printed and published (continuity_artemis_telemetry_rejected
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType
 
 from continuity_rpo import incremental, metrics, prometheus, report, sla, telemetry
 from continuity_rpo.errors import ConfigError
@@ -28,26 +26,8 @@ from continuity_rpo.results import Results
 from continuity_rpo.session import spark_session
 
 
-def _collect(frames: dict[str, DataFrame]) -> dict[str, list[dict]]:
-    """The rows of every frame, in its order, as plain dicts: all in one Spark action. The frames are small results,
-    and an action each would cost more than their rows (scheduling, mostly)."""
-    parts = [frame.select(F.lit(name).alias("_frame"), F.monotonically_increasing_id().alias("_position"),
-                          F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("_row"))
-             for name, frame in frames.items()]
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    # JSON writes a double's NaN or infinity as a string.
-    doubles = {name: [field.name for field in frame.schema.fields if isinstance(field.dataType, (DoubleType, FloatType))]
-               for name, frame in frames.items()}
-    rows = dict((name, []) for name in frames)
-    for row in sorted(union.collect(), key=lambda row: (row["_frame"], row["_position"])):
-        values = json.loads(row["_row"])
-        for column in doubles[row["_frame"]]:
-            if isinstance(values[column], str):
-                values[column] = float(values[column])
-        rows[row["_frame"]].append(values)
-    return rows
+def _rows(frame: DataFrame) -> list[dict]:
+    return [row.asDict() for row in frame.collect()]
 
 
 def _latest_window(frame: DataFrame, keys: list[str]) -> DataFrame:
@@ -90,11 +70,9 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     data = data.until(as_of)
     latencies, skewed = metrics.probe_latencies(data["probes"], run.probes_counted_from if previous else None)
     latencies = latencies.cache()
-    first = _collect({"skewed": skewed, "probe_sources": metrics.probe_reported_up_to(data["probes"]),
-                      "collector_sources": metrics.collector_reported_up_to(data["queue_samples"],
-                                                                            data["link_samples"])})
-    skewed = [("probes", row["reason"], row["count"]) for row in first["skewed"]]
-    probe_sources, collector_sources = first["probe_sources"], first["collector_sources"]
+    skewed = [("probes", row["reason"], row["count"]) for row in skewed.collect()]
+    probe_sources = _rows(metrics.probe_reported_up_to(data["probes"]))
+    collector_sources = _rows(metrics.collector_reported_up_to(data["queue_samples"], data["link_samples"]))
     if run:
         # Sampled kinds counted once, when ingested; ledgers and events are read whole on every run.
         rejected = ([row for row in data.rejected if row[0] not in telemetry.SAMPLED] +
@@ -143,33 +121,32 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
                                                      "last_sample_time"])
     kept, kept_by_address = metrics.kept_messages(data["kept_samples"], as_of, window)
-    rows = _collect({
-        "current_rpo": metrics.current_rpo(latencies, route_as_of),
-        "latest_lag": _latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS),
-        "latest_link": _current(links, metrics.LINK_KEYS, as_of, window),
-        "latest_queue": _current(queue_windows, ["datacentre", "queue"], as_of, window),
-        "rto": rto,
-        "drills": drills,
-        "link_sla": link_sla,
-        "link_windows": link_windows.orderBy("window_end"),
-        "queue_windows": queue_windows.select("datacentre", "queue", "window_end", "messages_in_per_second",
-                                              "acknowledged_per_second", "message_count_max").orderBy("window_end"),
-        "kept": kept.orderBy("datacentre"),
-        "kept_by_address": kept_by_address.orderBy("datacentre", "address"),
-        "reconciliations": metrics.last_reconciliations(data["events"]).orderBy("operation", "target_datacentre"),
-    })
+    current_rpo = _rows(metrics.current_rpo(latencies, route_as_of))
     if previous:
-        rows["current_rpo"] = incremental.current_rpo(rows["current_rpo"], previous, probe_sources, run.touched)
+        current_rpo = incremental.current_rpo(current_rpo, previous, probe_sources, run.touched)
     results = Results(
         as_of=as_of,
         clock=clock,
         recomputed_from=run.touched if run else None,
         read_from=run.read_from if run else None,
+        latest_lag=_rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
+        current_rpo=current_rpo,
+        latest_link=_rows(_current(links, metrics.LINK_KEYS, as_of, window)),
+        latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
+        rto=_rows(rto),
+        drills=_rows(drills),
+        link_sla=_rows(link_sla),
         rejected=sorted(rejected),
         probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
         collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
+        link_windows=_rows(link_windows.orderBy("window_end")),
+        queue_windows=_rows(queue_windows.select(
+            "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
+            "message_count_max").orderBy("window_end")),
+        kept=_rows(kept.orderBy("datacentre")),
+        kept_by_address=_rows(kept_by_address.orderBy("datacentre", "address")),
+        reconciliations=_rows(metrics.last_reconciliations(data["events"]).orderBy("operation", "target_datacentre")),
         tables=tables,
-        **rows,
     )
     results.queue_sla = sla.queue_compliance(config, results.rto)
     results.drill_sla = sla.drill_compliance(config, results.drills)
