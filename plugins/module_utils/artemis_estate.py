@@ -104,6 +104,11 @@ def is_active_everywhere(group):
     return group['staging_delay_ms'] is not None
 
 
+def _is_owned(group):
+    """A normalised full_state group that one datacentre owns: staged and fenced elsewhere, swapped over, probed."""
+    return group['mode'] == FULL_STATE and not is_active_everywhere(group)
+
+
 def _check_bridge_group(name, addresses):
     if not addresses:
         raise EstateError('address group %s: engine bridge needs the group\'s address prefixes (a catch-all group '
@@ -118,7 +123,7 @@ def owned_groups(groups, datacentres, active_datacentre):
     """{datacentre: [names of the full_state groups it owns]}, every datacentre present."""
     owned = dict((datacentre, []) for datacentre in datacentres)
     for group in normalise_groups(groups, active_datacentre):
-        if group['mode'] == FULL_STATE and not is_active_everywhere(group):
+        if _is_owned(group):
             if group['owner'] not in owned:
                 raise EstateError('address group %s: owner %r is not one of the datacentres %s'
                                   % (group['name'], group['owner'], ', '.join(datacentres)))
@@ -129,8 +134,7 @@ def owned_groups(groups, datacentres, active_datacentre):
 def full_state_groups(groups):
     """The names of the full_state groups that one datacentre owns (the ones the others stage, and that a datacentre
     fences and activates); not those active everywhere."""
-    return [group['name'] for group in normalise_groups(groups, None)
-            if group['mode'] == FULL_STATE and not is_active_everywhere(group)]
+    return [group['name'] for group in normalise_groups(groups, None) if _is_owned(group)]
 
 
 def group_of_address(groups, address, active_datacentre):
@@ -155,7 +159,7 @@ def staging(groups, datacentre, active_datacentre):
     """The staging entries of one datacentre: its replicated copies wait undeliverable under the prefixes of every
     full_state group it does not own."""
     staged = [group['name'] for group in normalise_groups(groups, active_datacentre)
-              if group['mode'] == FULL_STATE and not is_active_everywhere(group) and group['owner'] != datacentre]
+              if _is_owned(group) and group['owner'] != datacentre]
     return prefix_entries(groups, staged)
 
 
@@ -265,7 +269,7 @@ def bridge_reconciliations(groups, datacentres, active_datacentre):
     datacentre (``target``), which removes the copies of what the owner consumed."""
     return [{'group': group['name'], 'source': group['owner'], 'target': datacentre}
             for group in normalise_groups(groups, active_datacentre)
-            if group['engine'] == BRIDGE and group['mode'] == FULL_STATE and not is_active_everywhere(group)
+            if group['engine'] == BRIDGE and _is_owned(group)
             for datacentre in datacentres if datacentre != group['owner']]
 
 
@@ -342,7 +346,7 @@ def probe_routes(groups, datacentres, active_datacentre):
     group's first prefix."""
     routes = []
     for group in normalise_groups(groups, active_datacentre):
-        if group['mode'] == FULL_STATE and not is_active_everywhere(group):
+        if _is_owned(group):
             routes.append({'group': group['name'], 'address': (group['addresses'] or [''])[0] + PROBE_ADDRESS,
                            'source': group['owner'],
                            'targets': [datacentre for datacentre in datacentres if datacentre != group['owner']]})
