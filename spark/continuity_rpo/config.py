@@ -6,9 +6,11 @@ it from the inventory). Passwords come from files readable only by the service u
     segment_seconds: 60                           # a telemetry file is published (readable) at most this old
     links:                                        # every mirror connection: the broker's datacentre, its name
       - {source: dc1, name: dc2_all, target: dc2} #   and the datacentre it leads to (the estate model's)
-    brokers:
+    brokers:                                      # metrics_url: where broker metrics are on (optional)
       - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",
-         amqp_url: "amqp://10.0.1.11:5672"}
+         amqp_url: "amqp://10.0.1.11:5672", metrics_url: "https://10.0.1.11:9404/metrics"}
+    staging_delays:                               # the groups active at every datacentre (the estate model's)
+      - {group: shared, delay_ms: 20000, prefix: shared.}
     management: {user: monitor, password_file: /etc/continuity-rpo/management.password, validate_certs: true,
                  ca_path: null, request_timeout: 5}
     probes:
@@ -21,7 +23,9 @@ it from the inventory). Passwords come from files readable only by the service u
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ManagementError
@@ -72,6 +76,10 @@ def load_config(path: str) -> dict:
                        "ca_path": management.get("ca_path"),
                        "request_timeout": float(management.get("request_timeout", 5))},
     }
+    config["staging_delays"] = {}
+    for index, delay in enumerate(raw.get("staging_delays") or []):
+        group = _require(delay, "group", f"staging_delays[{index}].")
+        config["staging_delays"][group] = _require(delay, "delay_ms", f"staging_delays[{index}].", int) / 1000.0
     datacentres = {broker["datacentre"] for broker in brokers}
     for index, link in enumerate(config["links"]):
         for key in ("source", "name", "target"):
@@ -94,7 +102,8 @@ def load_config(path: str) -> dict:
 
 def command_line(name: str, description: str, run, argv=None, needs: str | None = None) -> int:
     """The collector's and the prober's shared command line: --config FILE [--duration SECONDS]; exit status 2,
-    naming what is wrong, on a bad configuration or a refused login."""
+    naming what is wrong, on a bad configuration or a refused login. SIGTERM (systemd stopping the service) or
+    SIGINT ends the current round and stops it, its telemetry published."""
     parse = argparse.ArgumentParser(prog=f"continuity_rpo.{name}", description=description)
     parse.add_argument("--config", required=True)
     parse.add_argument("--duration", type=float, default=0, help="stop after this many seconds (0: never)")
@@ -103,7 +112,10 @@ def command_line(name: str, description: str, run, argv=None, needs: str | None 
         config = load_config(arguments.config)
         if needs and needs not in config:
             raise ConfigError(f"{arguments.config}: {needs} is missing")
-        run(config, arguments.duration)
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        run(config, arguments.duration, stop)
     except (ConfigError, ManagementError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

@@ -145,6 +145,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
             "message_count_max").orderBy("window_end")),
         kept=_rows(kept.orderBy("datacentre")),
         kept_by_address=_rows(kept_by_address.orderBy("datacentre", "address")),
+        ack_notices=_rows(metrics.ack_notice_deltas(data["notice_samples"], as_of, window).orderBy("group")),
         reconciliations=_rows(metrics.last_reconciliations(data["events"]).orderBy("operation", "target_datacentre")),
         tables=tables,
     )

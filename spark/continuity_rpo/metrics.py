@@ -160,6 +160,57 @@ def kept_messages(kept_samples: DataFrame, as_of: float, window: int) -> tuple[D
     return per_datacentre, per_address
 
 
+def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> DataFrame:
+    """Per group active at every datacentre (staging_delay_ms), over the last window before ``as_of``: the
+    acknowledgement notices that arrived at its brokers (``notices``) and how long after the message's production
+    (mean, 99th percentile and largest, in seconds), how many removed their copy in time (``applied``) and how many
+    came too late (``late``: the copy had been delivered; with two datacentres each duplicate delivery shows as two
+    late notices, one at each), and the group's configured delay.
+
+    Counts are each series' (broker, sending datacentre) increases between its samples in the window; a counter
+    that went down started again from 0 (a broker restart), and so did a series that ``appeared`` (absent from the
+    broker's previous sample: the broker registers it at its first notice), so all of it is new. The 99th percentile is the upper
+    bound of the histogram bucket that holds it (Micrometer's percentile buckets, about 10 % apart: never below the
+    true value); the largest is the brokers' own maximum, which Micrometer keeps for about two minutes. No notice in
+    the window: ``notices`` 0 and no mean, percentile or maximum."""
+    series = ["broker", "group", "source"]
+    recent = notice_samples.where((F.col("time") > as_of - window) & (F.col("time") <= as_of))
+
+    def increase(column, order, counter="count"):
+        before = F.lag(column).over(order)
+        restarted = F.col(counter) < F.lag(counter).over(order)
+        return (F.when(before.isNull(), F.when(F.coalesce(F.col("appeared"), F.lit(False)), F.col(column))
+                       .otherwise(F.lit(0)))
+                .when(restarted, F.col(column)).otherwise(F.col(column) - before))
+
+    ordered = Window.partitionBy(*series).orderBy("time")
+    totals = (recent.select("group", "time", "appeared", "max_seconds", "staging_delay_seconds",
+                            *[increase(column, ordered).alias(column)
+                              for column in ("count", "sum_seconds", "applied", "late")])
+              .groupBy("group")
+              .agg(F.sum("count").alias("notices"), F.sum("sum_seconds").alias("sum_seconds"),
+                   F.sum("applied").alias("applied"), F.sum("late").alias("late"),
+                   F.max("max_seconds").alias("max_observed"), F.max("staging_delay_seconds").alias("delay_seconds"),
+                   F.max("time").alias("last_sample_time")))
+    per_bucket = Window.partitionBy(*series, "bound").orderBy("time")
+    buckets = (recent.select(*series, "time", "appeared", F.explode("buckets").alias("bound", "cumulative"))
+               .withColumn("in_window", increase("cumulative", per_bucket, "cumulative"))
+               .groupBy("group", "bound").agg(F.sum("in_window").alias("at_most"))
+               .withColumn("upper_seconds", F.when(F.col("bound") == "+Inf", F.lit(float("inf")))
+                           .otherwise(F.col("bound").cast("double"))))
+    p99 = (buckets.join(totals.select("group", "notices"), "group")
+           .where((F.col("notices") > 0) & (F.col("at_most") >= 0.99 * F.col("notices")))
+           .groupBy("group").agg(F.min("upper_seconds").alias("p99_bound")))
+    observed = F.col("notices") > 0
+    return (totals.join(p99, "group", "left")
+            .withColumn("mean_seconds", F.when(observed, F.col("sum_seconds") / F.col("notices")))
+            .withColumn("max_seconds", F.when(observed, F.col("max_observed")))
+            .withColumn("p99_seconds", F.when(F.col("p99_bound") == float("inf"), F.col("max_seconds"))
+                        .otherwise(F.col("p99_bound")))
+            .select("group", "notices", "applied", "late", "mean_seconds", "p99_seconds", "max_seconds",
+                    "delay_seconds", "last_sample_time"))
+
+
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
     """Per datacentre, queue and window: messages in and acknowledged per second, depth (last, and min and max over
     the window's samples, summed over brokers), in-flight deliveries

@@ -174,7 +174,7 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
                 rows = [dict(sent, target_datacentre=target) for target in route.targets] if sent else []
                 store.append("probes", rows, time.time())
                 store.append("probes", route.observe(config["management"]), time.time())
-            time.sleep(max(0.0, probes["interval"] - (time.monotonic() - started)))
+            (stop.wait if stop else time.sleep)(max(0.0, probes["interval"] - (time.monotonic() - started)))
     finally:
         store.close()
         for route in routes:

@@ -54,6 +54,23 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
         (gauge("kept_messages_by_address", "Kept mirrored messages per original address.",
                ["datacentre", "address"]),
          "kept_messages")])
+    each(results.ack_notices, ["group"], [
+        (gauge("staging_delay_seconds", "The staging delay of a group active at every datacentre: a copy is "
+                                        "delivered this long after production unless its acknowledgement's "
+                                        "notice removed it first.", ["group"]), "delay_seconds"),
+        (gauge("ack_notices", "Acknowledgement notices that arrived at another datacentre in the latest window.",
+               ["group"]), "notices"),
+        (gauge("ack_notices_late", "Notices in the latest window that found their copy delivered already: "
+                                   "duplicates (with two datacentres, two late notices per duplicate).",
+               ["group"]), "late"),
+        (gauge("ack_notice_delta_mean_seconds", "Mean time from a message's production to its acknowledgement's "
+                                                "notice arriving at another datacentre, in the latest window.",
+               ["group"]), "mean_seconds"),
+        (gauge("ack_notice_delta_p99_seconds", "99th percentile of that time (the upper bound of its histogram "
+                                               "bucket); above the staging delay, copies are delivered twice.",
+               ["group"]), "p99_seconds"),
+        (gauge("ack_notice_delta_max_seconds", "The largest such time the brokers recorded (over about the last "
+                                               "two minutes).", ["group"]), "max_seconds")])
     reconciled = gauge("reconciliation_messages", "The newest reconciliation of kept messages an operation ran "
                                                   "(artemis_reconcile): how many it found kept, put into their "
                                                   "queues, discarded (consumed at the source) and left pending.",

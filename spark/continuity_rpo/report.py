@@ -231,6 +231,19 @@ def render(results: Results, config: dict) -> str:
             ("Lost", "lost", ""), ("Deliveries at risk (estimate)", "deliveries_at_risk", ""),
             ("Duplicates", "duplicates", ""), ("Accepted", "accepted", ""), ("Actual RPO", "rpo_seconds", " s"),
             ("Actual RTO", "rto_seconds", " s")])),
+    ]
+    if results.ack_notices:
+        def in_ms(row):
+            return {key[:-len("_seconds")] + "_ms": row[key] * 1000 if row[key] is not None else None
+                    for key in ("mean_seconds", "p99_seconds", "max_seconds", "delay_seconds")}
+        notices = [dict(row, **in_ms(row), within=row["p99_seconds"] < row["delay_seconds"]
+                        if row["p99_seconds"] is not None else None) for row in results.ack_notices]
+        sections.append((f"Groups active at every datacentre: acknowledgements against the staging delay (the last "
+                         f"{config['window_seconds']} s)", _table(notices, [
+                             ("Group", "group", ""), ("Notices", "notices", ""), ("Late (duplicates)", "late", ""),
+                             ("Mean", "mean_ms", " ms"), ("p99", "p99_ms", " ms"), ("Max", "max_ms", " ms"),
+                             ("Staging delay", "delay_ms", " ms"), ("p99 below the delay", "within", "")])))
+    sections += [
         ("Telemetry freshness: probers", _table(probes, [
             ("Route", "link", ""), ("Reported up to", "as_of", ""), ("Age when the job ran", "age_seconds", " s")])),
         ("Telemetry freshness: collectors", _table(results.collector_sources, [

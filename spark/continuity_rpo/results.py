@@ -36,6 +36,9 @@ class Results:
     kept: Rows = field(default_factory=list)
     """Per datacentre, the mirrored messages kept because they found no queue (artemis_reconcile settles them)."""
     kept_by_address: Rows = field(default_factory=list)
+    ack_notices: Rows = field(default_factory=list)
+    """Per group active at every datacentre, its acknowledgement notices in the latest window: how long after
+    production they arrived (mean, p99, max), applied and late, against the configured delay."""
     reconciliations: Rows = field(default_factory=list)
     """Per operation and target datacentre, the newest reconciliation of kept messages (the event log)."""
     tables: dict = field(default_factory=dict, repr=False, compare=False)

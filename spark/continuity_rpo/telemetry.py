@@ -6,6 +6,10 @@ Every kind lives in its own directory of JSON-lines files under one root (a loca
     <root>/link_samples/    the collector: one row per mirror (broker connection) per broker per sample
     <root>/kept_samples/    the collector: one row per live broker per sample, the mirrored messages it keeps
                             because they found no queue (in all, and per original address)
+    <root>/notice_samples/  the collector: one row per group active at every datacentre (staging_delay_ms), sending
+                            datacentre and broker per sample, the acknowledgement notices that broker received (count,
+                            delta histogram: sum, max, cumulative buckets; applied, late), the group's delay, and
+                            whether the series is new since the broker's previous sample (appeared)
     <root>/probes/          the canary prober: a "sent" row when a probe leaves its source datacentre, a "seen" row
                             when it is visible at a target datacentre (both times from the prober's own clock)
     <root>/ledgers/         drills: ids accepted and consumed per datacentre, and the time of the fault
@@ -46,6 +50,12 @@ SCHEMAS = {
                             ("connected", BooleanType()), ("backlog", LongType())),
     "kept_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
                             ("kept", LongType()), ("kept_by_address", MapType(StringType(), LongType()))),
+    "notice_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
+                              ("group", StringType()), ("source", StringType()), ("count", LongType()),
+                              ("sum_seconds", DoubleType()), ("max_seconds", DoubleType()),
+                              ("applied", LongType()), ("late", LongType()),
+                              ("buckets", MapType(StringType(), LongType())),
+                              ("staging_delay_seconds", DoubleType()), ("appeared", BooleanType())),
     "probes": _schema(("probe_id", StringType()), ("source_datacentre", StringType()),
                       ("target_datacentre", StringType()), ("event", StringType()), ("time", DoubleType())),
     "ledgers": _schema(("drill", StringType()), ("id", StringType()), ("datacentre", StringType()),
@@ -68,6 +78,8 @@ REQUIRED = {
                       "message_count", "delivering_count"),
     "link_samples": ("time", "broker", "datacentre", "link", "target_datacentre", "backlog"),
     "kept_samples": ("time", "broker", "datacentre", "kept"),
+    "notice_samples": ("time", "broker", "datacentre", "group", "source", "count", "sum_seconds", "applied", "late",
+                       "buckets", "staging_delay_seconds"),
     "probes": ("probe_id", "source_datacentre", "target_datacentre", "event", "time"),
     "ledgers": ("drill", "datacentre", "event", "time"),
     "events": ("name", "id", "phase", "at"),
@@ -75,7 +87,7 @@ REQUIRED = {
 
 # The kinds that grow all the time: what incremental mode ingests. Ledgers and the event log stay small and are read
 # whole on every run (the event log is one file the playbooks append to).
-SAMPLED = ("queue_samples", "link_samples", "kept_samples", "probes")
+SAMPLED = ("queue_samples", "link_samples", "kept_samples", "notice_samples", "probes")
 
 ALLOWED_EVENTS = {"probes": ("sent", "seen"), "ledgers": ("accepted", "consumed", "present", "fault")}
 
@@ -134,6 +146,8 @@ def _rejections(kind, frame, now):
         reasons.append(("negative counter", F.col("backlog") < 0))
     if kind == "kept_samples":
         reasons.append(("negative counter", F.col("kept") < 0))
+    if kind == "notice_samples":
+        reasons.append(("negative counter", F.least(*[F.col(c) for c in ("count", "applied", "late")]) < 0))
     return reasons
 
 

@@ -1,18 +1,17 @@
 """A real Prometheus server (the Debian package `make setup` installs) for tests, and a scrape of one broker's
 metrics endpoint as Prometheus does it (HTTPS, basic authentication, the estate's CA)."""
 
-import base64
 import contextlib
 import json
 import socket
-import ssl
 import subprocess
 import time
 import urllib.parse
 import urllib.request
 
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
+
+from continuity_rpo import broker_metrics
 
 
 def free_port() -> int:
@@ -59,17 +58,7 @@ def query(url: str, expression: str) -> list[dict]:
 
 
 def scrape(url: str, ca_file: str, user: str | None, password: str | None, timeout: float = 30) -> dict:
-    """One scrape of a metrics endpoint: {sample name: [(labels, value), ...]}. An HTTP error (401 for a wrong or
-    missing password) raises urllib.error.HTTPError, a TLS failure ssl.SSLError or URLError."""
-    request = urllib.request.Request(url)
-    if user is not None:
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
-    with urllib.request.urlopen(request, timeout=timeout, context=context) as reply:
-        text = reply.read().decode()
-    samples: dict = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return samples
+    """One scrape of a metrics endpoint, as the RPO collector does it: {sample name: [(labels, value), ...]}. An HTTP
+    error (401 for a wrong or missing password) raises urllib.error.HTTPError, a TLS failure ssl.SSLError or
+    URLError."""
+    return broker_metrics.scrape(url, ca_file, user, password, timeout)

@@ -282,3 +282,43 @@ def test_the_newest_reconciliation_of_each_operation_comes_from_the_event_log(sp
     assertDataFrameEqual(metrics.last_reconciliations(events), [
         Row(operation="swapover", target_datacentre="dc2", time=1795518002.0, kept=5, reconciled=4, discarded=1,
             pending=0)])
+
+
+def _notice_sample(second, broker, datacentre, source, count, sum_seconds, max_seconds, buckets, applied=0, late=0,
+                   group="shared", delay=0.5, appeared=False):
+    return {"time": T0 + second, "broker": broker, "datacentre": datacentre, "group": group, "source": source,
+            "count": count, "sum_seconds": sum_seconds, "max_seconds": max_seconds, "applied": applied,
+            "late": late, "buckets": dict(zip(("0.1", "0.2", "0.5", "1.0", "+Inf"), buckets)),
+            "staging_delay_seconds": delay, "appeared": appeared}
+
+
+def test_ack_notice_deltas_are_the_window_increases_of_each_brokers_histogram(spark):
+    rows = [
+        # dc2 receives dc1's notices: 100 before the window (not counted), then 50 at 0.05 s, then 48 at 0.15 s and
+        # 2 at 0.8 s, which came after the 0.5 s delay (late).
+        _notice_sample(-10, "dc2-n1", "dc2", "dc1", 100, 10.0, 3.0, [100] * 5, applied=100),
+        _notice_sample(5, "dc2-n1", "dc2", "dc1", 100, 10.0, 0.1, [100] * 5, applied=100),
+        _notice_sample(30, "dc2-n1", "dc2", "dc1", 150, 12.5, 0.05, [150] * 5, applied=150),
+        _notice_sample(55, "dc2-n1", "dc2", "dc1", 200, 21.3, 0.8, [150, 198, 198, 200, 200], applied=198, late=2),
+        # dc1 restarted inside the window: its counters began again, 10 notices at 0.05 s are new.
+        _notice_sample(5, "dc1-n1", "dc1", "dc2", 500, 40.0, 0.2, [400, 500, 500, 500, 500], applied=500),
+        _notice_sample(30, "dc1-n1", "dc1", "dc2", 10, 0.5, 0.05, [10] * 5, applied=10),
+        _notice_sample(55, "dc1-n1", "dc1", "dc2", 10, 0.5, 0.05, [10] * 5, applied=10),
+        # dc3's first notices from dc1 arrived since its previous sample, which had none: all 5 (0.05 s) are new.
+        _notice_sample(30, "dc3-n1", "dc3", "dc1", 5, 0.25, 0.05, [5] * 5, applied=5, appeared=True),
+        _notice_sample(55, "dc3-n1", "dc3", "dc1", 5, 0.25, 0.05, [5] * 5, applied=5),
+        # A group whose counters did not move in the window: no notice, so no delta, but its delay is shown.
+        _notice_sample(30, "dc1-n1", "dc1", "dc2", 7, 0.7, 0.1, [7] * 5, group="quiet", delay=20.0),
+        _notice_sample(55, "dc1-n1", "dc1", "dc2", 7, 0.7, 0.1, [7] * 5, group="quiet", delay=20.0)]
+    samples = telemetry.from_rows(spark, {"notice_samples": rows})["notice_samples"]
+    found = {row["group"]: row.asDict() for row in metrics.ack_notice_deltas(samples, T0 + 60, W).collect()}
+    shared = found["shared"]
+    assert (shared["notices"], shared["applied"], shared["late"]) == (115, 113, 2)
+    assert shared["mean_seconds"] == pytest.approx((50 * 0.05 + 48 * 0.15 + 2 * 0.8 + 15 * 0.05) / 115)
+    # 113 of 115 notices are within 0.2 s: the 99th (113.85) is in the bucket up to 1 s.
+    assert shared["p99_seconds"] == 1.0
+    assert shared["max_seconds"] == 0.8  # the sample before the window (3.0) is not the window's
+    assert shared["delay_seconds"] == 0.5
+    assert found["quiet"] == {"group": "quiet", "notices": 0, "applied": 0, "late": 0, "mean_seconds": None,
+                              "p99_seconds": None, "max_seconds": None, "delay_seconds": 20.0,
+                              "last_sample_time": float(T0 + 55)}
