@@ -35,7 +35,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 try:
@@ -155,7 +155,8 @@ class ProducerRecord:
 class ConsumerRecord:
     """One delivery in a :class:`Consumer`'s ledger (one row per delivery, so a
     redelivered message appears twice). ``accepted_at`` is when the consumer
-    sent the Accepted disposition (``None`` if it did not)."""
+    sent the Accepted disposition (``None`` if it did not); ``properties``, the
+    application properties the consumer was asked to record."""
 
     id: str | None
     seq: int | None
@@ -163,6 +164,7 @@ class ConsumerRecord:
     connection: int
     delivery_count: int
     accepted_at: float | None = None
+    properties: dict = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -912,13 +914,14 @@ class Consumer(_Worker):
     drops may or may not have reached the broker; AMQP gives the receiver no
     confirmation. Reconnects like :class:`Producer`. ``max_messages`` stops
     taking messages after that many (the thread keeps running until stopped).
+    ``record_properties`` names application properties to keep in the ledger.
     """
 
     def __init__(self, url: str | Sequence[str], user: str | None, password: str | None, queue: str, *,
                  prefetch: int = 100, anycast: bool = True,
                  heartbeat: float = 4.0, connect_timeout: float = 5.0,
                  reconnect_delay: float = 0.5, max_messages: int | None = None,
-                 name: str | None = None, ca_path: str | None = None):
+                 name: str | None = None, ca_path: str | None = None, record_properties: Sequence[str] = ()):
         super().__init__(url, user, password, name=name or f"consumer-{uuid.uuid4().hex[:8]}",
                          heartbeat=heartbeat, connect_timeout=connect_timeout,
                          reconnect_delay=reconnect_delay, ca_path=ca_path)
@@ -926,6 +929,7 @@ class Consumer(_Worker):
         self.prefetch = max(prefetch, 1)
         self.anycast = anycast
         self.max_messages = max_messages
+        self.record_properties = tuple(record_properties)
         self._records: list[ConsumerRecord] = []
         self._taken = 0
 
@@ -969,10 +973,13 @@ class Consumer(_Worker):
 
     def _session(self, conn: BlockingConnection, number: int) -> None:
         def on_message(msg: Message, delivery: Delivery) -> None:
+            properties = msg.properties or {}
             record = ConsumerRecord(id=_id_text(msg.id),
-                                    seq=_plain((msg.properties or {}).get("seq")),
+                                    seq=_plain(properties.get("seq")),
                                     received_at=time.time(), connection=number,
-                                    delivery_count=int(msg.delivery_count or 0))
+                                    delivery_count=int(msg.delivery_count or 0),
+                                    properties={name: _plain(properties[name])
+                                                for name in self.record_properties if name in properties})
             delivery.update(Delivery.ACCEPTED)
             record.accepted_at = time.time()
             delivery.settle()
