@@ -1,11 +1,14 @@
 """The rpo_job role on a systemd host that cannot reach any package index (a test-bed node booting systemd): it
 installs from a wheelhouse built on the controller, runs the collector and prober as services, and its timer runs
-the job, which publishes the RPO of every link. Runs in the systemd pass of `make integration`."""
+the job, which publishes the RPO of every link, and for the group active at every datacentre (the bed's `shared`,
+staging delay 20 s) the time its acknowledgements take to reach the other datacentres, read from the brokers'
+metrics endpoints. Runs in the systemd pass of `make integration`."""
 
 import os
 import shutil
 import subprocess
 import time
+import uuid
 
 import pytest
 import yaml
@@ -76,22 +79,33 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
     # The timer's first run starts while the second, idempotent run of rpo.yml checks the host: the journal is read
     # from the first deployment on, so nothing from before it counts and the run that timer started does.
     deploying, deploying_since = time.monotonic(), time.time()
-    first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
-    assert first.rc == 0, first.output[-6000:]
-    second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
-    assert second.rc == 0 and second.recap()[node.name]["changed"] == 0, second.output[-4000:]
+    # Messages of `shared` produced and consumed at dc1 all along: their notices reach dc2 and dc3.
+    dc1 = estate.dc("dc1")
+    queue = f"shared.rpo.{uuid.uuid4().hex[:8]}"
+    with amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, queue) as consumer, \
+            amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=5) as producer:
+        first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+        assert first.rc == 0, first.output[-6000:]
+        second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+        assert second.rc == 0 and second.recap()[node.name]["changed"] == 0, second.output[-4000:]
 
-    assert estate.exec(node.name, "systemctl", "is-enabled", *UNITS).split() == ["enabled"] * len(UNITS)
-    assert estate.exec(node.name, "systemctl", "is-active", *UNITS).split() == ["active"] * len(UNITS)
-    # Nobody starts the job: the timer does, once the first telemetry files are closed.
-    amqp.wait_for(lambda: _journal(estate, node.name, deploying_since),
-                  lambda text: "Finished continuity-rpo-job.service" in text,
-                  timeout=420, description=f"the timer running the job to its end on {node.name}")
+        assert estate.exec(node.name, "systemctl", "is-enabled", *UNITS).split() == ["enabled"] * len(UNITS)
+        assert estate.exec(node.name, "systemctl", "is-active", *UNITS).split() == ["active"] * len(UNITS)
+        # Nobody starts the job: the timer does, once the first telemetry files are closed.
+        amqp.wait_for(lambda: _journal(estate, node.name, deploying_since),
+                      lambda text: "Finished continuity-rpo-job.service" in text,
+                      timeout=420, description=f"the timer running the job to its end on {node.name}")
+        # Read while the messages flow: the timer's next run would find none in its latest window.
+        metrics = _published(estate, node.name)
+    assert producer.accepted_ids() and consumer.accepted_ids()
     estate.record_timing("rpo_job.systemd_deploy_to_first_run_done_s", time.monotonic() - deploying)
     result = estate.exec(node.name, "systemctl", "show", "continuity-rpo-job.service", "-p", "Result", "--value")
     assert result.strip() == "success"
     assert "dc1->dc2: RPO" in _journal(estate, node.name, deploying_since)
-    metrics = _published(estate, node.name)
     links = {dict(labels)["target_datacentre"] for name, labels in metrics
              if name == "continuity_artemis_rpo_seconds" and dict(labels)["source_datacentre"] == "dc1"}
     assert links == {other.dc for other in estate.passive()}
+    shared = {name: value for (name, labels), value in metrics.items() if dict(labels).get("group") == "shared"}
+    assert shared["continuity_artemis_staging_delay_seconds"] == 20.0, shared
+    assert shared["continuity_artemis_ack_notices"] > 0 and shared["continuity_artemis_ack_notices_late"] == 0, shared
+    assert 0 < shared["continuity_artemis_ack_notice_delta_mean_seconds"] < 20.0, shared
