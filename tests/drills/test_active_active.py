@@ -12,9 +12,10 @@ publishes its textfile, which must count every notice the brokers counted, with 
 drill's own delta: a subscription to each datacentre's notice address, in a process of its own so that the load in
 this one does not delay it, receives every notice, and the consumer where the message was produced recorded its
 identity, which leads to the producer's ledger and its send time. A subscriber receives a notice only once the
-target's journal has stored it (the bridge's duplicate id), while the broker records its arrival, and removes the
-copy, as it is routed; so the drill's own delta is the published one plus that commit, which the drill reports
-apart (the notice carries the broker's production stamp) and does not hold to 10 %. Figures go to tests/drills/results/active_active_2x1.json.
+target has committed it to its journal (Artemis routes what a core bridge forwards in a transaction, with the
+bridge's duplicate id), while the broker records its arrival, and removes the copy, as it is routed; so the drill's
+own delta is the published one plus that commit. The drill reports its parts (the notice carries the broker's
+production stamp) and does not hold it to 10 %. Figures go to tests/drills/results/active_active_2x1.json.
 
     make drills            (or: pytest tests/drills -k active)
 """
