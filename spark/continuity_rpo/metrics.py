@@ -167,14 +167,16 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     came too late (``late``: the copy had been delivered; with two datacentres each duplicate delivery shows as two
     late notices, one at each), and the group's configured delay.
 
-    Counts are each series' (broker, sending datacentre) increases between its samples in the window; a counter
-    that went down started again from 0 (a broker restart), and so did a series that ``appeared`` (absent from the
-    broker's previous sample: the broker registers it at its first notice), so all of it is new. The 99th percentile is the upper
+    Counts are each series' (broker, sending datacentre) increases up to its samples in the window, from its previous
+    sample (the one before the window too, when it is no more than a window older); a counter that went down
+    started again from 0 (a broker restart), and so did a series that ``appeared`` (absent from the broker's
+    previous sample: the broker registers it at its first notice), so all of it is new. The 99th percentile is the upper
     bound of the histogram bucket that holds it (Micrometer's percentile buckets, about 10 % apart: never below the
     true value); the largest is the brokers' own maximum, which Micrometer keeps for about two minutes. No notice in
     the window: ``notices`` 0 and no mean, percentile or maximum."""
     series = ["broker", "group", "source"]
-    recent = notice_samples.where((F.col("time") > as_of - window) & (F.col("time") <= as_of))
+    recent = notice_samples.where((F.col("time") > as_of - 2 * window) & (F.col("time") <= as_of))
+    in_window = F.col("time") > as_of - window
 
     def increase(column, order, counter="count"):
         before = F.lag(column).over(order)
@@ -187,6 +189,7 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     totals = (recent.select("group", "time", "appeared", "max_seconds", "staging_delay_seconds",
                             *[increase(column, ordered).alias(column)
                               for column in ("count", "sum_seconds", "applied", "late")])
+              .where(in_window)
               .groupBy("group")
               .agg(F.sum("count").alias("notices"), F.sum("sum_seconds").alias("sum_seconds"),
                    F.sum("applied").alias("applied"), F.sum("late").alias("late"),
@@ -194,8 +197,9 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
                    F.max("time").alias("last_sample_time")))
     per_bucket = Window.partitionBy(*series, "bound").orderBy("time")
     buckets = (recent.select(*series, "time", "appeared", F.explode("buckets").alias("bound", "cumulative"))
-               .withColumn("in_window", increase("cumulative", per_bucket, "cumulative"))
-               .groupBy("group", "bound").agg(F.sum("in_window").alias("at_most"))
+               .withColumn("increase", increase("cumulative", per_bucket, "cumulative"))
+               .where(in_window)
+               .groupBy("group", "bound").agg(F.sum("increase").alias("at_most"))
                .withColumn("upper_seconds", F.when(F.col("bound") == "+Inf", F.lit(float("inf")))
                            .otherwise(F.col("bound").cast("double"))))
     p99 = (buckets.join(totals.select("group", "notices"), "group")

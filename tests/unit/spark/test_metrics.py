@@ -294,9 +294,11 @@ def _notice_sample(second, broker, datacentre, source, count, sum_seconds, max_s
 
 def test_ack_notice_deltas_are_the_window_increases_of_each_brokers_histogram(spark):
     rows = [
-        # dc2 receives dc1's notices: 100 before the window (not counted), then 50 at 0.05 s, then 48 at 0.15 s and
-        # 2 at 0.8 s, which came after the 0.5 s delay (late).
-        _notice_sample(-10, "dc2-n1", "dc2", "dc1", 100, 10.0, 3.0, [100] * 5, applied=100),
+        # dc2 receives dc1's notices: 90 before its sample before the window (not counted), 10 at 0.05 s up to its
+        # first sample in the window, then 50 at 0.05 s, then 48 at 0.15 s and 2 at 0.8 s, which came after the
+        # 0.5 s delay (late).
+        _notice_sample(-70, "dc2-n1", "dc2", "dc1", 50, 5.0, 3.0, [50] * 5, applied=50),  # more than a window before
+        _notice_sample(-10, "dc2-n1", "dc2", "dc1", 90, 9.5, 3.0, [90] * 5, applied=90),
         _notice_sample(5, "dc2-n1", "dc2", "dc1", 100, 10.0, 0.1, [100] * 5, applied=100),
         _notice_sample(30, "dc2-n1", "dc2", "dc1", 150, 12.5, 0.05, [150] * 5, applied=150),
         _notice_sample(55, "dc2-n1", "dc2", "dc1", 200, 21.3, 0.8, [150, 198, 198, 200, 200], applied=198, late=2),
@@ -313,9 +315,9 @@ def test_ack_notice_deltas_are_the_window_increases_of_each_brokers_histogram(sp
     samples = telemetry.from_rows(spark, {"notice_samples": rows})["notice_samples"]
     found = {row["group"]: row.asDict() for row in metrics.ack_notice_deltas(samples, T0 + 60, W).collect()}
     shared = found["shared"]
-    assert (shared["notices"], shared["applied"], shared["late"]) == (115, 113, 2)
-    assert shared["mean_seconds"] == pytest.approx((50 * 0.05 + 48 * 0.15 + 2 * 0.8 + 15 * 0.05) / 115)
-    # 113 of 115 notices are within 0.2 s: the 99th (113.85) is in the bucket up to 1 s.
+    assert (shared["notices"], shared["applied"], shared["late"]) == (125, 123, 2)
+    assert shared["mean_seconds"] == pytest.approx((60 * 0.05 + 48 * 0.15 + 2 * 0.8 + 15 * 0.05) / 125)
+    # 123 of 125 notices are within 0.2 s: the 99th (123.75) is in the bucket up to 1 s.
     assert shared["p99_seconds"] == 1.0
     assert shared["max_seconds"] == 0.8  # the sample before the window (3.0) is not the window's
     assert shared["delay_seconds"] == 0.5
