@@ -35,6 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+from continuity_rpo import broker_metrics
 from support import prometheus
 from support.estate import REPO_ROOT, Estate, layout_inventory, run_playbook
 
@@ -132,19 +133,14 @@ def _published(work, window_s):
 
 
 def _notice_meters(node, group):
-    """{sample name without the prefix: value summed over sources; buckets by le} for ``group`` at ``node``."""
+    """The broker plugin's meters for ``group`` at ``node``, summed over the sending datacentres, as the RPO collector
+    reads them: ({count, sum_seconds, applied, late}, cumulative buckets by upper bound in seconds)."""
     samples = prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)
     figures, buckets = collections.Counter(), collections.Counter()
-    for name, rows in samples.items():
-        if not name.startswith("continuity_ack_notice"):
-            continue
-        for labels, value in rows:
-            if labels.get("group") != group:
-                continue
-            if name.endswith("_bucket"):
-                buckets[float(labels["le"])] += value
-            else:
-                figures[name] += value
+    for series in broker_metrics.notice_figures(samples):
+        if series["group"] == group:
+            figures.update({key: series[key] for key in ("count", "sum_seconds", "applied", "late")})
+            buckets.update({float(bound): value for bound, value in series["buckets"].items()})
     return figures, buckets
 
 
@@ -240,7 +236,7 @@ def _under_load(estate, group, prefix, staging_delay_s, work):
         meters.subtract(before[node.name][0])
         buckets.update(after[node.name][1])
         buckets.subtract(before[node.name][1])
-    notices = meters["continuity_ack_notice_delta_seconds_count"]
+    counted = meters["count"]
 
     def job(name):
         value = published.get((f"continuity_artemis_{name}", group))
@@ -252,12 +248,11 @@ def _under_load(estate, group, prefix, staging_delay_s, work):
         "duplicates": sum(1 for count in counts.values() if count > 1),
         "delivered_beside_accepted": len(set(counts) - accepted),
         "left_in_queues": {node.name: node.message_count(queue) for node in nodes},
-        "notices_applied": meters["continuity_ack_notices_applied_total"],
-        "notices_late": meters["continuity_ack_notices_late_total"],
-        "brokers_delta": {"count": notices,
-                          "mean_ms": round(1000 * meters["continuity_ack_notice_delta_seconds_sum"] / notices, 1)
-                          if notices else None,
-                          "p99_bucket_upper_ms": round(1000 * _quantile(buckets, 0.99), 1) if notices else None},
+        "notices_applied": meters["applied"],
+        "notices_late": meters["late"],
+        "brokers_delta": {"count": counted,
+                          "mean_ms": round(1000 * meters["sum_seconds"] / counted, 1) if counted else None,
+                          "p99_bucket_upper_ms": round(1000 * _quantile(buckets, 0.99), 1) if counted else None},
         "rpo_job_published": {"notices": job("ack_notices"), "late": job("ack_notices_late"),
                               "delay_ms": job("staging_delay_seconds"),
                               "mean_ms": job("ack_notice_delta_mean_seconds"),

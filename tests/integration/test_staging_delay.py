@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import KEPT_ADDRESS
+from continuity_rpo import broker_metrics
 from support import prometheus
 
 STAGING_DELAY_S = 20  # the bed's `shared` group
@@ -19,14 +20,11 @@ def _notice_figures(node, source):
     """The broker plugin's meters at ``node`` for notices of `shared` from ``source``: applied, late, and the count and
     sum of the production-to-arrival deltas (0 before the first notice)."""
     samples = prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)
-
-    def value(name):
-        return sum(value for labels, value in samples.get(name, [])
-                   if labels.get("group") == "shared" and labels.get("source") == source)
-    return {"applied": value("continuity_ack_notices_applied_total"),
-            "late": value("continuity_ack_notices_late_total"),
-            "deltas": value("continuity_ack_notice_delta_seconds_count"),
-            "delta_sum_s": value("continuity_ack_notice_delta_seconds_sum")}
+    series = next((series for series in broker_metrics.notice_figures(samples)
+                   if (series["group"], series["source"]) == ("shared", source)),
+                  {"applied": 0, "late": 0, "count": 0, "sum_seconds": 0.0})
+    return {"applied": series["applied"], "late": series["late"], "deltas": series["count"],
+            "delta_sum_s": series["sum_seconds"]}
 
 
 def test_a_message_consumed_at_one_datacentre_is_removed_from_the_other_and_an_unconsumed_one_is_delivered_there(
