@@ -120,7 +120,10 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
                                               "lag_max_seconds"])
     links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
                                                      "last_sample_time"])
-    kept, kept_by_address = metrics.kept_messages(data["kept_samples"], as_of, window)
+    # The brokers' current figures as of what the collector has published: its files lag its samples by up to a
+    # segment, so a prober that published later would otherwise leave them out of the latest window.
+    collected_as_of = min(as_of, max((row["reported_up_to"] for row in collector_sources), default=as_of))
+    kept, kept_by_address = metrics.kept_messages(data["kept_samples"], collected_as_of, window)
     current_rpo = _rows(metrics.current_rpo(latencies, route_as_of))
     if previous:
         current_rpo = incremental.current_rpo(current_rpo, previous, probe_sources, run.touched)
@@ -131,8 +134,8 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         read_from=run.read_from if run else None,
         latest_lag=_rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
         current_rpo=current_rpo,
-        latest_link=_rows(_current(links, metrics.LINK_KEYS, as_of, window)),
-        latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], as_of, window)),
+        latest_link=_rows(_current(links, metrics.LINK_KEYS, collected_as_of, window)),
+        latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], collected_as_of, window)),
         rto=_rows(rto),
         drills=_rows(drills),
         link_sla=_rows(link_sla),
@@ -145,7 +148,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
             "message_count_max").orderBy("window_end")),
         kept=_rows(kept.orderBy("datacentre")),
         kept_by_address=_rows(kept_by_address.orderBy("datacentre", "address")),
-        ack_notices=_rows(metrics.ack_notice_deltas(data["notice_samples"], as_of, window).orderBy("group")),
+        ack_notices=_rows(metrics.ack_notice_deltas(data["notice_samples"], collected_as_of, window).orderBy("group")),
         reconciliations=_rows(metrics.last_reconciliations(data["events"]).orderBy("operation", "target_datacentre")),
         tables=tables,
     )

@@ -11,7 +11,7 @@ import pytest
 from continuity_rpo import job
 from support.measurement import published
 
-from test_metrics import AS_OF, T0, _ledger_rows, _probe_rows, _queue_rows
+from test_metrics import AS_OF, T0, _ledger_rows, _notice_sample, _probe_rows, _queue_rows
 
 SPARK_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "spark")
 
@@ -66,6 +66,31 @@ def test_the_job_publishes_what_the_telemetry_says(spark, tmp_path):
     drawn = [row for row in results.link_windows if row["rpo_seconds"] is not None]
     assert len([row for row in drawn if row["rpo_seconds"] > 30]) == 2 and len(drawn) == 4
     assert "dc1 → dc2: <b class=\"met\">MET</b> — 2 of 4 window(s) over 30 s" in report
+
+
+def test_the_brokers_figures_are_current_as_of_the_collectors_newest_sample_not_the_probers(spark, tmp_path):
+    """The collector's files are published up to a segment after its samples: when the job runs, the prober's can
+    reach further than a window past the collector's newest sample. The brokers' figures are those of the
+    collector's latest window all the same (CI found the active/active group's figures missing from a first run)."""
+    newest_probe = T0 + AS_OF - 1
+    collected_up_to = newest_probe - 65
+    # dc1 and dc2's queue samples of their first 25 s, and dc2's notices every 5 s for 55 s, both up to that time.
+    queue_samples = [dict(row, time=row["time"] - T0 + collected_up_to - 25) for row in _queue_rows()
+                     if row["time"] < T0 + 30]
+    notices = [dict(_notice_sample(second, "dc2-node1", "dc2", "dc1", 10 * second, second / 100, 0.3,
+                                   [10 * second] * 5, applied=10 * second, delay=20.0),
+                    time=collected_up_to - 55 + second) for second in range(0, 60, 5)]
+    _store(tmp_path / "telemetry", {"probes": _probe_rows(), "queue_samples": queue_samples,
+                                    "notice_samples": notices})
+    results = job.run(spark, _arguments(tmp_path, report=None), job.sla.load(None))
+
+    assert results.as_of == newest_probe
+    samples = published(tmp_path / "rpo.prom")
+    shared = (("group", "shared"),)
+    assert samples[("continuity_artemis_staging_delay_seconds", shared)] == 20.0
+    # The collector's latest window (60 s) holds all twelve notice samples: eleven steps of 50 notices.
+    assert samples[("continuity_artemis_ack_notices", shared)] == 550
+    assert samples[("continuity_artemis_queue_backlog_messages", (("datacentre", "dc2"), ("queue", "orders")))] == 50
 
 
 def test_rejected_rows_are_published_beside_the_numbers(spark, tmp_path):
