@@ -5,6 +5,8 @@ notices of the groups active at every datacentre (staging_delay_ms) that the bro
 The plugin records, per group and sending datacentre, the time from a message's production to the arrival of its
 acknowledgement's notice here (a Micrometer timer with a percentile histogram: buckets, count, sum and its decaying
 max), and counts the notices that removed their copy in time (applied) and those that found it delivered (late).
+It also times production to the notice's journal commit here (durable: count and sum only), which is when a
+subscriber could see the notice and when a failover no longer loses it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 DELTA = "continuity_ack_notice_delta_seconds"
+DURABLE = "continuity_ack_notice_durable_delta_seconds"
 APPLIED = "continuity_ack_notices_applied_total"
 LATE = "continuity_ack_notices_late_total"
 
@@ -48,14 +51,16 @@ def _bound(le: str) -> str:
 
 
 def notice_figures(samples: dict) -> list[dict]:
-    """Per (group, sending datacentre): count, sum_seconds, max_seconds, applied, late and the cumulative buckets
-    {upper bound in seconds: notices}; a series the broker has not registered yet is absent, not zero."""
+    """Per (group, sending datacentre): count, sum_seconds, max_seconds, applied, late, the cumulative buckets
+    {upper bound in seconds: notices}, durable_count and durable_sum_seconds; a series the broker has not registered
+    yet is absent, not zero."""
     series: dict = {}
 
     def entry(labels):
         key = (labels.get("group"), labels.get("source"))
         return series.setdefault(key, {"group": key[0], "source": key[1], "count": 0, "sum_seconds": 0.0,
-                                       "max_seconds": None, "applied": 0, "late": 0, "buckets": {}})
+                                       "max_seconds": None, "applied": 0, "late": 0, "buckets": {},
+                                       "durable_count": 0, "durable_sum_seconds": 0.0})
 
     for name, rows in samples.items():
         for labels, value in rows:
@@ -67,6 +72,10 @@ def notice_figures(samples: dict) -> list[dict]:
                 entry(labels)["sum_seconds"] = value
             elif name == f"{DELTA}_max":
                 entry(labels)["max_seconds"] = value
+            elif name == f"{DURABLE}_count":
+                entry(labels)["durable_count"] = int(value)
+            elif name == f"{DURABLE}_sum":
+                entry(labels)["durable_sum_seconds"] = value
             elif name == APPLIED:
                 entry(labels)["applied"] = int(value)
             elif name == LATE:

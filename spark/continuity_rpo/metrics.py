@@ -165,7 +165,8 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     acknowledgement notices that arrived at its brokers (``notices``) and how long after the message's production
     (mean, 99th percentile and largest, in seconds), how many removed their copy in time (``applied``) and how many
     came too late (``late``: the copy had been delivered; with two datacentres each duplicate delivery shows as two
-    late notices, one at each), and the group's configured delay.
+    late notices, one at each), the group's configured delay, and the mean time to the notice's journal commit there
+    (``durable_mean_seconds``: what a subscriber to the notices sees; null from brokers whose plugin does not time it).
 
     Counts are each series' (broker, sending datacentre) increases up to its samples in the window, from its previous
     sample (the one before the window too, when it is no more than a window older); a counter that went down
@@ -188,11 +189,13 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     ordered = Window.partitionBy(*series).orderBy("time")
     totals = (recent.select("group", "time", "appeared", "max_seconds", "staging_delay_seconds",
                             *[increase(column, ordered).alias(column)
-                              for column in ("count", "sum_seconds", "applied", "late")])
+                              for column in ("count", "sum_seconds", "applied", "late", "durable_count",
+                                             "durable_sum_seconds")])
               .where(in_window)
               .groupBy("group")
               .agg(F.sum("count").alias("notices"), F.sum("sum_seconds").alias("sum_seconds"),
                    F.sum("applied").alias("applied"), F.sum("late").alias("late"),
+                   F.sum("durable_count").alias("durable_count"), F.sum("durable_sum_seconds").alias("durable_sum"),
                    F.max("max_seconds").alias("max_observed"), F.max("staging_delay_seconds").alias("delay_seconds"),
                    F.max("time").alias("last_sample_time")))
     per_bucket = Window.partitionBy(*series, "bound").orderBy("time")
@@ -209,10 +212,12 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     return (totals.join(p99, "group", "left")
             .withColumn("mean_seconds", F.when(observed, F.col("sum_seconds") / F.col("notices")))
             .withColumn("max_seconds", F.when(observed, F.col("max_observed")))
+            .withColumn("durable_mean_seconds", F.when(F.col("durable_count") > 0,
+                                                       F.col("durable_sum") / F.col("durable_count")))
             .withColumn("p99_seconds", F.when(F.col("p99_bound") == float("inf"), F.col("max_seconds"))
                         .otherwise(F.col("p99_bound")))
             .select("group", "notices", "applied", "late", "mean_seconds", "p99_seconds", "max_seconds",
-                    "delay_seconds", "last_sample_time"))
+                    "durable_mean_seconds", "delay_seconds", "last_sample_time"))
 
 
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:

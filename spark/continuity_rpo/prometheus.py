@@ -70,7 +70,12 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
                                                "bucket); above the staging delay, copies are delivered twice.",
                ["group"]), "p99_seconds"),
         (gauge("ack_notice_delta_max_seconds", "The largest such time the brokers recorded (over about the last "
-                                               "two minutes).", ["group"]), "max_seconds")])
+                                               "two minutes).", ["group"]), "max_seconds"),
+        (gauge("ack_notice_durable_delta_mean_seconds", "Mean time from a message's production to its "
+                                                        "acknowledgement's notice being committed to the other "
+                                                        "datacentre's journal (what a subscriber to the notices "
+                                                        "sees), in the latest window.", ["group"]),
+         "durable_mean_seconds")])
     reconciled = gauge("reconciliation_messages", "The newest reconciliation of kept messages an operation ran "
                                                   "(artemis_reconcile): how many it found kept, put into their "
                                                   "queues, discarded (consumed at the source) and left pending.",

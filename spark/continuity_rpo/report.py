@@ -235,13 +235,14 @@ def render(results: Results, config: dict) -> str:
     if results.ack_notices:
         def in_ms(row):
             return {key[:-len("_seconds")] + "_ms": row[key] * 1000 if row[key] is not None else None
-                    for key in ("mean_seconds", "p99_seconds", "max_seconds", "delay_seconds")}
+                    for key in ("mean_seconds", "p99_seconds", "max_seconds", "durable_mean_seconds", "delay_seconds")}
         notices = [dict(row, **in_ms(row), within=row["p99_seconds"] < row["delay_seconds"]
                         if row["p99_seconds"] is not None else None) for row in results.ack_notices]
         sections.append((f"Groups active at every datacentre: acknowledgements against the staging delay (the last "
                          f"{config['window_seconds']} s)", _table(notices, [
                              ("Group", "group", ""), ("Notices", "notices", ""), ("Late (duplicates)", "late", ""),
                              ("Mean", "mean_ms", " ms"), ("p99", "p99_ms", " ms"), ("Max", "max_ms", " ms"),
+                             ("Mean to its journal commit", "durable_mean_ms", " ms"),
                              ("Staging delay", "delay_ms", " ms"), ("p99 below the delay", "within", "")])))
     sections += [
         ("Telemetry freshness: probers", _table(probes, [

@@ -11,11 +11,13 @@ samples the brokers' management and metrics endpoints (the configuration the rpo
 publishes its textfile, which must count every notice the brokers counted, with their mean and p99. Beside it, the
 drill's own delta: a subscription to each datacentre's notice address, in a process of its own so that the load in
 this one does not delay it, receives every notice, and the consumer where the message was produced recorded its
-identity, which leads to the producer's ledger and its send time. A subscriber receives a notice only once the
-target has committed it to its journal (Artemis routes what a core bridge forwards in a transaction, with the
-bridge's duplicate id), while the broker records its arrival, and removes the copy, as it is routed; so the drill's
-own delta is the published one plus that commit. The drill reports its parts (the notice carries the broker's
-production stamp) and does not hold it to 10 %. Figures go to tests/drills/results/active_active_2x1.json.
+identity, which leads to the producer's ledger and its send time. A subscriber receives a notice only after the
+target's journal commit (Artemis routes what a core bridge forwards in a transaction, with the bridge's duplicate
+id), while the broker records its arrival, and removes the copy, as it is routed; the plugin also times the commit,
+and the job publishes both. At 250 msg/s per datacentre this machine's two CPUs are saturated and the clients' own
+delays (the send, the subscriber's receipt) swamp the comparison, so it is reported there; a third run at 50 msg/s
+with a 50 ms WAN between the datacentres (the shared group again) holds the published mean to within 10 % of the
+drill's own. Figures go to tests/drills/results/active_active_2x1.json.
 
     make drills            (or: pytest tests/drills -k active)
 """
@@ -43,6 +45,10 @@ pytestmark = pytest.mark.timeout(2400)
 
 RATE = 250  # per datacentre
 LOAD_S = 60
+# The comparison of the published delta with the drill's own: a WAN between the datacentres (one way) and a load
+# that leaves this machine's two CPUs room, so that the clients' own delays do not swamp what is measured.
+MEASURED_RATE = 50
+MEASURED_WAN_DELAY_MS = 50
 RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 HASTY = {"name": "hasty", "addresses": ["hasty."], "mode": "full_state", "engine": "bridge", "staging_delay_ms": 5}
 COLLECTOR_INTERVAL_S = 2
@@ -134,12 +140,14 @@ def _published(work, window_s):
 
 def _notice_meters(node, group):
     """The broker plugin's meters for ``group`` at ``node``, summed over the sending datacentres, as the RPO collector
-    reads them: ({count, sum_seconds, applied, late}, cumulative buckets by upper bound in seconds)."""
+    reads them: ({count, sum_seconds, applied, late, durable_count, durable_sum_seconds}, cumulative buckets by upper
+    bound in seconds)."""
     samples = prometheus.scrape(node.metrics_url, node.ca_cert, node.monitor_user, node.monitor_password)
     figures, buckets = collections.Counter(), collections.Counter()
     for series in broker_metrics.notice_figures(samples):
         if series["group"] == group:
-            figures.update({key: series[key] for key in ("count", "sum_seconds", "applied", "late")})
+            figures.update({key: series[key] for key in ("count", "sum_seconds", "applied", "late", "durable_count",
+                                                         "durable_sum_seconds")})
             buckets.update({float(bound): value for bound, value in series["buckets"].items()})
     return figures, buckets
 
@@ -186,7 +194,7 @@ def _own_deltas(nodes, queue, consumers, notices, sent_at):
     return deltas, sending, crossing
 
 
-def _under_load(estate, group, prefix, staging_delay_s, work):
+def _under_load(estate, group, prefix, staging_delay_s, work, rate=RATE):
     nodes = [estate.dc("dc1"), estate.dc("dc2")]
     queue = f"{prefix}load.{uuid.uuid4().hex[:8]}"
     before = {node.name: _notice_meters(node, group) for node in nodes}
@@ -200,7 +208,7 @@ def _under_load(estate, group, prefix, staging_delay_s, work):
     notices, listeners = zip(*(_listener(node, artemis_estate.notice_address(group), work) for node in nodes))
     consumers = [amqp.Consumer(node.amqp_url, node.user, node.password, queue, name=f"consumer-{node.name}",
                                record_properties=(SOURCE_ID,)) for node in nodes]
-    producers = [amqp.Producer(node.amqp_url, node.user, node.password, queue, rate=RATE,
+    producers = [amqp.Producer(node.amqp_url, node.user, node.password, queue, rate=rate,
                                id_prefix=f"{queue}-{node.name}") for node in nodes]
     for worker in consumers + producers:
         worker.start()
@@ -236,13 +244,13 @@ def _under_load(estate, group, prefix, staging_delay_s, work):
         meters.subtract(before[node.name][0])
         buckets.update(after[node.name][1])
         buckets.subtract(before[node.name][1])
-    counted = meters["count"]
+    counted, committed = meters["count"], meters["durable_count"]
 
     def job(name):
         value = published.get((f"continuity_artemis_{name}", group))
         return round(1000 * value, 1) if value is not None and name.endswith("seconds") else value
     return {
-        "queue": queue, "staging_delay_s": staging_delay_s, "rate_per_datacentre": RATE, "load_s": LOAD_S,
+        "queue": queue, "staging_delay_s": staging_delay_s, "rate_per_datacentre": rate, "load_s": LOAD_S,
         "accepted": len(accepted),
         "lost": len(accepted - set(counts)),
         "duplicates": sum(1 for count in counts.values() if count > 1),
@@ -252,12 +260,16 @@ def _under_load(estate, group, prefix, staging_delay_s, work):
         "notices_late": meters["late"],
         "brokers_delta": {"count": counted,
                           "mean_ms": round(1000 * meters["sum_seconds"] / counted, 1) if counted else None,
-                          "p99_bucket_upper_ms": round(1000 * _quantile(buckets, 0.99), 1) if counted else None},
+                          "p99_bucket_upper_ms": round(1000 * _quantile(buckets, 0.99), 1) if counted else None,
+                          "committed": committed,
+                          "durable_mean_ms": round(1000 * meters["durable_sum_seconds"] / committed, 1)
+                          if committed else None},
         "rpo_job_published": {"notices": job("ack_notices"), "late": job("ack_notices_late"),
                               "delay_ms": job("staging_delay_seconds"),
                               "mean_ms": job("ack_notice_delta_mean_seconds"),
                               "p99_ms": job("ack_notice_delta_p99_seconds"),
-                              "max_ms": job("ack_notice_delta_max_seconds")},
+                              "max_ms": job("ack_notice_delta_max_seconds"),
+                              "durable_mean_ms": job("ack_notice_durable_delta_mean_seconds")},
         "drill_own_delta": {"count": len(own), "mean_ms": round(1000 * sum(own) / len(own), 1) if own else None,
                             "p99_ms": round(1000 * _percentile(own, 0.99), 1) if own else None,
                             "max_ms": round(1000 * max(own), 1) if own else None,
@@ -278,14 +290,20 @@ def _within(published, own, tolerance=0.10):
 
 def test_a_delay_above_the_acknowledgements_delivers_once_and_a_delay_below_them_reports_its_duplicates(
         estate, tmp_path):
-    (tmp_path / "above").mkdir()
-    (tmp_path / "below").mkdir()
+    for case in ("above", "below", "measured"):
+        (tmp_path / case).mkdir()
     figures = {"above": _under_load(estate, "shared", "shared.", 20, tmp_path / "above"),
                "below": _under_load(estate, "hasty", "hasty.", 0.005, tmp_path / "below")}
+    Estate.testbed("wan", "--delay-ms", str(MEASURED_WAN_DELAY_MS))
+    try:
+        figures["measured"] = dict(_under_load(estate, "shared", "shared.", 20, tmp_path / "measured",
+                                               rate=MEASURED_RATE), wan_delay_ms=MEASURED_WAN_DELAY_MS)
+    finally:
+        Estate.testbed("wan", "--delay-ms", "0")
     with open(os.path.join(RESULTS, "active_active_2x1.json"), "w") as handle:
         json.dump(figures, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    above, below = figures["above"], figures["below"]
+    above, below, measured = figures["above"], figures["below"], figures["measured"]
     assert above["accepted"] > 0 and below["accepted"] > 0, figures
     assert (above["lost"], above["duplicates"], above["notices_late"]) == (0, 0, 0), figures
     assert above["left_in_queues"] == {"dc1-node1": 0, "dc2-node1": 0}, figures
@@ -302,15 +320,22 @@ def test_a_delay_above_the_acknowledgements_delivers_once_and_a_delay_below_them
     assert (job_below["notices"], job_below["late"], job_below["delay_ms"]) == (
         below["brokers_delta"]["count"], below["notices_late"], 5.0), figures
     assert job_below["p99_ms"] > job_below["delay_ms"], figures
-    # The job publishes exactly what the brokers recorded; the drill's own timestamps see the notices later (the
-    # target's journal commit before a subscriber gets them), never earlier.
-    for case in (above, below):
+    # The job publishes exactly what the brokers recorded, to the notice's routing and to its journal commit; the
+    # drill's own timestamps see the notices later (a subscriber gets one after its commit), never earlier.
+    assert (measured["lost"], measured["duplicates"], measured["notices_late"]) == (0, 0, 0), figures
+    for case in (above, below, measured):
         assert case["rpo_job_published"]["mean_ms"] == case["brokers_delta"]["mean_ms"], figures
         assert case["rpo_job_published"]["p99_ms"] == case["brokers_delta"]["p99_bucket_upper_ms"], figures
         assert case["drill_own_delta"]["count"] >= 0.95 * case["brokers_delta"]["count"], figures
         assert case["drill_own_delta"]["mean_ms"] >= case["rpo_job_published"]["mean_ms"], figures
+        assert case["rpo_job_published"]["durable_mean_ms"] == case["brokers_delta"]["durable_mean_ms"], figures
+        assert case["brokers_delta"]["committed"] == case["brokers_delta"]["count"], figures
         published, own = case["rpo_job_published"]["mean_ms"], case["drill_own_delta"]["mean_ms"]
         case["published_within_10_percent_of_own"] = _within(published, own)
+        case["published_durable_within_10_percent_of_own"] = _within(case["rpo_job_published"]["durable_mean_ms"],
+                                                                     own)
     with open(os.path.join(RESULTS, "active_active_2x1.json"), "w") as handle:
         json.dump(figures, handle, indent=2, sort_keys=True)
         handle.write("\n")
+    # Where the machine leaves the clients room, the published delta is what the drill's own timestamps measure.
+    assert measured["published_within_10_percent_of_own"], figures

@@ -114,3 +114,4 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
     assert shared.get("continuity_artemis_staging_delay_seconds") == 20.0, (shared, _collector_log(estate, node.name))
     assert shared["continuity_artemis_ack_notices"] > 0 and shared["continuity_artemis_ack_notices_late"] == 0, shared
     assert 0 < shared["continuity_artemis_ack_notice_delta_mean_seconds"] < 20.0, shared
+    assert 0 < shared["continuity_artemis_ack_notice_durable_delta_mean_seconds"] < 20.0, shared

@@ -20,6 +20,10 @@ continuity_ack_notice_delta_seconds_sum{broker="dc2-n1",group="shared",source="d
 # HELP continuity_ack_notice_delta_seconds_max From a message's production to the arrival here of its notice
 # TYPE continuity_ack_notice_delta_seconds_max gauge
 continuity_ack_notice_delta_seconds_max{broker="dc2-n1",group="shared",source="dc1"} 1.5
+# HELP continuity_ack_notice_durable_delta_seconds From a message's production to the journal commit here of its notice
+# TYPE continuity_ack_notice_durable_delta_seconds summary
+continuity_ack_notice_durable_delta_seconds_count{broker="dc2-n1",group="shared",source="dc1"} 41
+continuity_ack_notice_durable_delta_seconds_sum{broker="dc2-n1",group="shared",source="dc1"} 9.5
 # HELP continuity_ack_notices_applied_total Notices that removed the copy they name before its delivery
 # TYPE continuity_ack_notices_applied_total counter
 continuity_ack_notices_applied_total{broker="dc2-n1",group="shared",source="dc1"} 40.0
@@ -44,10 +48,10 @@ def test_notice_figures_per_group_and_sending_datacentre():
     figures = broker_metrics.notice_figures(_samples(PAGE))
     assert figures == [
         {"group": "shared", "source": "dc1", "count": 42, "sum_seconds": 2.75, "max_seconds": 1.5, "applied": 40,
-         "late": 2, "buckets": {"0.001": 0, "0.1": 40, "+Inf": 42}},
-        # No notice of dc3's has been applied or late yet: those counters are not registered, so 0.
+         "late": 2, "buckets": {"0.001": 0, "0.1": 40, "+Inf": 42}, "durable_count": 41, "durable_sum_seconds": 9.5},
+        # No notice of dc3's has been applied, late or committed yet: those meters are not registered, so 0.
         {"group": "shared", "source": "dc3", "count": 1, "sum_seconds": 0.01, "max_seconds": None, "applied": 0,
-         "late": 0, "buckets": {"0.1": 1, "+Inf": 1}}]
+         "late": 0, "buckets": {"0.1": 1, "+Inf": 1}, "durable_count": 0, "durable_sum_seconds": 0.0}]
 
 
 def test_a_broker_without_notices_gives_no_figures():

@@ -285,11 +285,15 @@ def test_the_newest_reconciliation_of_each_operation_comes_from_the_event_log(sp
 
 
 def _notice_sample(second, broker, datacentre, source, count, sum_seconds, max_seconds, buckets, applied=0, late=0,
-                   group="shared", delay=0.5, appeared=False):
-    return {"time": T0 + second, "broker": broker, "datacentre": datacentre, "group": group, "source": source,
-            "count": count, "sum_seconds": sum_seconds, "max_seconds": max_seconds, "applied": applied,
-            "late": late, "buckets": dict(zip(("0.1", "0.2", "0.5", "1.0", "+Inf"), buckets)),
-            "staging_delay_seconds": delay, "appeared": appeared}
+                   group="shared", delay=0.5, appeared=False, durable=None):
+    """durable: (count, sum in seconds) of the commit timer; None: a broker whose plugin does not have it."""
+    row = {"time": T0 + second, "broker": broker, "datacentre": datacentre, "group": group, "source": source,
+           "count": count, "sum_seconds": sum_seconds, "max_seconds": max_seconds, "applied": applied,
+           "late": late, "buckets": dict(zip(("0.1", "0.2", "0.5", "1.0", "+Inf"), buckets)),
+           "staging_delay_seconds": delay, "appeared": appeared}
+    if durable is not None:
+        row["durable_count"], row["durable_sum_seconds"] = durable
+    return row
 
 
 def test_ack_notice_deltas_are_the_window_increases_of_each_brokers_histogram(spark):
@@ -321,6 +325,21 @@ def test_ack_notice_deltas_are_the_window_increases_of_each_brokers_histogram(sp
     assert shared["p99_seconds"] == 1.0
     assert shared["max_seconds"] == 0.8  # the sample before the window (3.0) is not the window's
     assert shared["delay_seconds"] == 0.5
+    assert shared["durable_mean_seconds"] is None  # no broker of these has the commit timer
     assert found["quiet"] == {"group": "quiet", "notices": 0, "applied": 0, "late": 0, "mean_seconds": None,
-                              "p99_seconds": None, "max_seconds": None, "delay_seconds": 20.0,
-                              "last_sample_time": float(T0 + 55)}
+                              "p99_seconds": None, "max_seconds": None, "durable_mean_seconds": None,
+                              "delay_seconds": 20.0, "last_sample_time": float(T0 + 55)}
+
+
+def test_the_mean_time_to_the_notices_journal_commit_is_the_window_increase_of_its_timer(spark):
+    rows = [
+        # dc2's commit timer: 62 notices committed in the window, 31 s in all; 2 routed but not committed yet.
+        _notice_sample(-10, "dc2-n1", "dc2", "dc1", 90, 9.0, 0.2, [90] * 5, durable=(88, 44.0)),
+        _notice_sample(30, "dc2-n1", "dc2", "dc1", 152, 15.2, 0.2, [152] * 5, durable=(150, 75.0)),
+        # dc3's plugin does not time the commit: its notices count, its commits are unknown, not zero.
+        _notice_sample(-10, "dc3-n1", "dc3", "dc1", 90, 9.0, 0.2, [90] * 5),
+        _notice_sample(30, "dc3-n1", "dc3", "dc1", 100, 10.0, 0.2, [100] * 5)]
+    samples = telemetry.from_rows(spark, {"notice_samples": rows})["notice_samples"]
+    shared = metrics.ack_notice_deltas(samples, T0 + 60, W).first().asDict()
+    assert shared["notices"] == 72 and shared["mean_seconds"] == pytest.approx(0.1)
+    assert shared["durable_mean_seconds"] == pytest.approx(31.0 / 62)

@@ -41,7 +41,8 @@ def _every_kind_of_result():
         kept=[{"datacentre": "dc2", "kept_messages": 3}],
         kept_by_address=[{"datacentre": "dc2", "address": "orders", "kept_messages": 3}],
         ack_notices=[{"group": "shared", "notices": 40, "applied": 40, "late": 0, "mean_seconds": 0.05,
-                      "p99_seconds": 0.2, "max_seconds": 0.3, "delay_seconds": 20.0, "last_sample_time": 2.0}],
+                      "p99_seconds": 0.2, "max_seconds": 0.3, "durable_mean_seconds": 0.4, "delay_seconds": 20.0,
+                      "last_sample_time": 2.0}],
         reconciliations=[{"operation": "swapover", "target_datacentre": "dc2", "time": 1.0, "kept": 5,
                           "reconciled": 4, "discarded": 1, "pending": 0}],
     )

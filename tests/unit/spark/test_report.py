@@ -88,10 +88,11 @@ def test_a_group_active_everywhere_shows_its_acknowledgements_against_its_delay(
     assert "acknowledgements against the staging delay" not in quiet  # no such group in the estate
     html = report.render(_rows(ack_notices=[
         {"group": "shared", "notices": 3000, "applied": 3000, "late": 0, "mean_seconds": 0.12, "p99_seconds": 1.43,
-         "max_seconds": 2.5, "delay_seconds": 20.0, "last_sample_time": T0 + 180},
+         "max_seconds": 2.5, "durable_mean_seconds": 0.65, "delay_seconds": 20.0, "last_sample_time": T0 + 180},
         {"group": "hasty", "notices": 10, "applied": 2, "late": 8, "mean_seconds": 0.04, "p99_seconds": 0.09,
-         "max_seconds": 0.1, "delay_seconds": 0.005, "last_sample_time": T0 + 180}]), config)
+         "max_seconds": 0.1, "durable_mean_seconds": None, "delay_seconds": 0.005, "last_sample_time": T0 + 180}]),
+        config)
     assert ("<td>shared</td><td>3,000</td><td>0</td><td>120 ms</td><td>1,430 ms</td><td>2,500 ms</td>"
-            "<td>20,000 ms</td><td>yes</td>") in html
-    assert ("<td>hasty</td><td>10</td><td>8</td><td>40 ms</td><td>90 ms</td><td>100 ms</td><td>5 ms</td>"
-            "<td>no</td>") in html
+            "<td>650 ms</td><td>20,000 ms</td><td>yes</td>") in html
+    assert ("<td>hasty</td><td>10</td><td>8</td><td>40 ms</td><td>90 ms</td><td>100 ms</td><td>-</td>"
+            "<td>5 ms</td><td>no</td>") in html

@@ -23,7 +23,8 @@
  * expiry, not a removal) becomes a notice to <notice-prefix><group>, which the group's diverts put into the outbound
  * queues behind the copies; at each other datacentre the notice removes the copy it names from the same queue, or
  * the original where the message was produced. A notice that finds nothing came too late: the copy was delivered.
- * Both are counted, and the time from production to the notice's arrival is recorded, on the broker's metrics.
+ * Both are counted, and the time from production to the notice's arrival is recorded, on the broker's metrics; so is
+ * the time to its journal commit here (when a subscriber could see it, and a failover no longer loses it).
  *
  * The broker role compiles this file on the broker host against the distribution's lib/. Options (a <property> of
  * <broker-plugin> in broker.xml): inbound-prefix, identity-prefixes (comma-separated, may be empty), and the staging
@@ -63,6 +64,7 @@ import org.apache.activemq.artemis.core.server.impl.AckReason;
 import org.apache.activemq.artemis.core.server.impl.AddressInfo;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
 import org.apache.activemq.artemis.core.transaction.Transaction;
+import org.apache.activemq.artemis.core.transaction.TransactionOperationAbstract;
 import org.apache.activemq.artemis.spi.core.protocol.EmbedMessageUtil;
 import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
 import org.slf4j.Logger;
@@ -175,6 +177,16 @@ public class InboundCopies implements ActiveMQServerPlugin {
                                        message.getStringProperty(NOTICE_QUEUE),
                                        message.getLongProperty(NOTICE_PRODUCED_AT), System.currentTimeMillis());
             notices.execute(() -> applyNotice(noticed, notice, 0));
+            Transaction routing = context.getTransaction();
+            if (routing != null) {
+               // The bridge's duplicate id makes the PostOffice route the notice in a transaction of its own.
+               routing.addOperation(new TransactionOperationAbstract() {
+                  @Override
+                  public void afterCommit(Transaction tx) {
+                     recordDurable(noticed, notice, System.currentTimeMillis());
+                  }
+               });
+            }
          }
          return;
       }
@@ -253,6 +265,16 @@ public class InboundCopies implements ActiveMQServerPlugin {
    private void ensureNoticeAddress(SimpleString address) throws Exception {
       if (server.getAddressInfo(address) == null) {
          server.addAddressInfo(new AddressInfo(address, RoutingType.MULTICAST));
+      }
+   }
+
+   private void recordDurable(Delayed group, Notice notice, long committedAt) {
+      MeterRegistry registry = server.getMetricsManager() == null ? null : server.getMetricsManager().getMeterRegistry();
+      if (registry != null && notice.producedAt() != null && notice.producedAt() > 0) {
+         Timer.builder("continuity.ack.notice.durable.delta")
+            .description("From a message's production to the journal commit here of its acknowledgement's notice")
+            .tags("group", group.group(), "source", notice.sender())
+            .register(registry).record(Math.max(0, committedAt - notice.producedAt()), TimeUnit.MILLISECONDS);
       }
    }
 
