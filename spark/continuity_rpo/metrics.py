@@ -166,7 +166,7 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
     (mean, 99th percentile and largest, in seconds), how many removed their copy in time (``applied``) and how many
     came too late (``late``: the copy had been delivered; with two datacentres each duplicate delivery shows as two
     late notices, one at each), the group's configured delay, and the mean time to the notice's journal commit there
-    (``durable_mean_seconds``: what a subscriber to the notices sees; null from brokers whose plugin does not time it).
+    (``durable_mean_seconds``: the earliest a subscriber could see it; null from brokers whose plugin does not time it).
 
     Counts are each series' (broker, sending datacentre) increases up to its samples in the window, from its previous
     sample (the one before the window too, when it is no more than a window older); a counter that went down

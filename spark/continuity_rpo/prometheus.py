@@ -73,8 +73,8 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
                                                "two minutes).", ["group"]), "max_seconds"),
         (gauge("ack_notice_durable_delta_mean_seconds", "Mean time from a message's production to its "
                                                         "acknowledgement's notice being committed to the other "
-                                                        "datacentre's journal (what a subscriber to the notices "
-                                                        "sees), in the latest window.", ["group"]),
+                                                        "datacentre's journal (the earliest a subscriber could "
+                                                        "see it), in the latest window.", ["group"]),
          "durable_mean_seconds")])
     reconciled = gauge("reconciliation_messages", "The newest reconciliation of kept messages an operation ran "
                                                   "(artemis_reconcile): how many it found kept, put into their "
