@@ -36,7 +36,7 @@ help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
-	@echo "make drills  the long drills (the HA layouts losing their primary, rolling restart and upgrade of a 2 x 2 estate under load, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
+	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart and upgrade of a 2 x 2 estate under load, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 

@@ -112,6 +112,20 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
         estate.record_timing(f"{label}.drill{drill}.playbook_s", took)
         estate.record_timing(f"{label}.drill{drill}.accepted_msgs", len(accepted))
         estate.record_timing(f"{label}.drill{drill}.producer_rate_msg_s", producer.stats()["achieved_rate"])
+        # The average above counts the pause from fencing to activation, when the producer cannot send; the rates
+        # before and after it are the load the swapover ran under.
+        fenced_at, activated_at = (at[phase].replace(tzinfo=datetime.timezone.utc).timestamp()
+                                   for phase in ("fenced", "activated"))
+        ledger = producer.ledger()
+        settled = sorted(r.settled_at for r in ledger if r.outcome == "accepted")
+        before = [when for when in settled if when < fenced_at]
+        after = [when for when in settled if when > activated_at]
+        if len(before) > 1:
+            estate.record_timing(f"{label}.drill{drill}.producer_rate_before_fencing_msg_s",
+                                 len(before) / (fenced_at - ledger[0].sent_at))
+        if len(after) > 1:
+            estate.record_timing(f"{label}.drill{drill}.producer_rate_after_activation_msg_s",
+                                 len(after) / (after[-1] - activated_at))
         estate.record_timing(f"{label}.drill{drill}.uncertain_msgs", len(producer.uncertain_ids()))
         estate.record_timing(f"{label}.drill{drill}.rejected_msgs", len(producer.rejected_ids()))
 
