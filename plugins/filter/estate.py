@@ -21,6 +21,7 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
                             for datacentre in datacentres),
             'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
             'bridge_links': artemis_estate.bridge_links(address_groups, datacentres, active_datacentre),
+            'links': artemis_estate.replication_links(address_groups, datacentres, active_datacentre),
             'exports': artemis_estate.exports(address_groups, external_brokers, datacentres, active_datacentre),
             'origin_property': artemis_estate.ORIGIN_PROPERTY,
             'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,

@@ -333,12 +333,19 @@ def exports(groups, external_brokers, datacentres, active_datacentre):
     return found
 
 
+def replication_links(groups, datacentres, active_datacentre):
+    """Every mirror connection and bridge of the estate as ``source`` (the datacentre whose brokers run it), ``name``
+    (as the brokers list it) and ``target`` (the datacentre it leads to)."""
+    links = mirror_connections(groups, datacentres, active_datacentre) + bridge_links(groups, datacentres,
+                                                                                      active_datacentre)
+    return [{'source': link['source'], 'name': link['name'], 'target': link['target']} for link in links]
+
+
 def link_targets(groups, datacentres, active_datacentre):
     """{(source datacentre, link name): target datacentre} of every mirror connection and bridge, for reading the
     brokers' lists of them."""
-    links = mirror_connections(groups, datacentres, active_datacentre) + bridge_links(groups, datacentres,
-                                                                                      active_datacentre)
-    return dict(((link['source'], link['name']), link['target']) for link in links)
+    return dict(((link['source'], link['name']), link['target'])
+                for link in replication_links(groups, datacentres, active_datacentre))
 
 
 def probe_routes(groups, datacentres, active_datacentre):

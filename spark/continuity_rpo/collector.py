@@ -61,7 +61,7 @@ def sample(config: dict, now: float, seen: dict | None = None) -> tuple[dict[str
     series of each broker's previous answer, kept from sample to sample (see _notice_rows)."""
     seen = {} if seen is None else seen
     rows, silent = {kind: [] for kind in KINDS}, []
-    # Which datacentre each mirror connection leads to, as the estate model said when the job was deployed.
+    # Which datacentre each mirror connection and bridge leads to, as the estate model said when the job was deployed.
     targets = {(link["source"], link["name"]): link["target"] for link in config["links"]}
     for broker in config["brokers"]:
         client = ArtemisManagement.from_params(broker, config["management"])

@@ -4,7 +4,7 @@ it from the inventory). Passwords come from files readable only by the service u
     telemetry: /var/lib/continuity-rpo/telemetry
     interval: 5                                   # seconds between collector samples
     segment_seconds: 60                           # a telemetry file is published (readable) at most this old
-    links:                                        # every mirror connection: the broker's datacentre, its name
+    links:                                        # every mirror connection and bridge: its datacentre, its name
       - {source: dc1, name: dc2_all, target: dc2} #   and the datacentre it leads to (the estate model's)
     brokers:                                      # metrics_url: where broker metrics are on (optional)
       - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",

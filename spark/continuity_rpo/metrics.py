@@ -134,7 +134,7 @@ def collector_reported_up_to(queue_samples: DataFrame, link_samples: DataFrame) 
 
 def link_backlog(link_samples: DataFrame, window: int) -> DataFrame:
     """Per pair of datacentres and window: store-and-forward backlog (events: messages, acknowledgements, creates)
-    summed over the source datacentre's brokers and their mirror connections to the target (one per address group;
+    summed over the source datacentre's brokers and their mirror connections and bridges to the target (one per group;
     last and max of the window), and the fraction of samples connected."""
     per_broker = (link_samples.withColumn("window_end", window_end(F.col("time"), window))
                   .groupBy("datacentre", "target_datacentre", "broker", "link", "window_end")

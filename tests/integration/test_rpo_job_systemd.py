@@ -110,6 +110,10 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
     links = {dict(labels)["target_datacentre"] for name, labels in metrics
              if name == "continuity_artemis_rpo_seconds" and dict(labels)["source_datacentre"] == "dc1"}
     assert links == {other.dc for other in estate.passive()}
+    # Every sample of the bed's mirror connections and bridges is used: each leads to a datacentre the job knows.
+    rejected = {labels: value for (name, labels), value in metrics.items()
+                if name == "continuity_artemis_telemetry_rejected_rows"}
+    assert not rejected, rejected
     shared = {name: value for (name, labels), value in metrics.items() if dict(labels).get("group") == "shared"}
     assert shared.get("continuity_artemis_staging_delay_seconds") == 20.0, (shared, _collector_log(estate, node.name))
     assert shared["continuity_artemis_ack_notices"] > 0 and shared["continuity_artemis_ack_notices_late"] == 0, shared

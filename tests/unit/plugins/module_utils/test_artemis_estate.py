@@ -130,6 +130,14 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
     assert targets[("dc2", "continuity.out.relay.dc1")] == "dc1"
 
 
+def test_the_links_the_rpo_job_reads_are_every_mirror_connection_and_every_bridge():
+    links = artemis_estate.replication_links(BRIDGED_GROUPS, ["dc1", "dc2", "dc3"], "dc1")
+    assert {"source": "dc3", "name": "continuity.out.relay.dc2", "target": "dc2"} in links
+    assert {"source": "dc1", "name": "dc2_all", "target": "dc2"} in links
+    assert all(set(link) == {"source", "name", "target"} for link in links)
+    assert len(links) == len(artemis_estate.mirror_connections(BRIDGED_GROUPS, ["dc1", "dc2", "dc3"], "dc1")) + 6
+
+
 def test_peers_may_send_to_their_mirror_address_and_a_bridged_group_s_inbound_and_own_addresses_only():
     groups = TESTBED_GROUPS + [{"name": "relay", "addresses": ["relay.", "audit."], "mode": "messages_only",
                                 "engine": "bridge"}]
