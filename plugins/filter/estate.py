@@ -54,6 +54,15 @@ def address_group(address, address_groups, active_datacentre):
         raise AnsibleFilterError('address_group: %s' % exc)
 
 
+def relayed_after_swapover(address_groups, datacentres, active_datacentre, group_names, target):
+    try:
+        return artemis_estate.relayed_after_swapover(address_groups, datacentres, active_datacentre, group_names,
+                                                     target)
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('relayed_after_swapover: %s' % exc)
+
+
 class FilterModule:
     def filters(self):
-        return {'estate': estate, 'restart_order': restart_order, 'address_group': address_group}
+        return {'estate': estate, 'restart_order': restart_order, 'address_group': address_group,
+                'relayed_after_swapover': relayed_after_swapover}

@@ -217,6 +217,25 @@ def mirror_connections(groups, datacentres, active_datacentre):
     return connections
 
 
+def relayed_after_swapover(groups, datacentres, active_datacentre, group_names, target):
+    """{group: datacentres} for the mirror groups of ``group_names`` once ``target`` is active for them: the other
+    datacentres that ``target`` has no mirror connection to (a star around the inventory's owner, three or more
+    datacentres). They get the target's events only as the owner relays them, and Artemis does not relay an
+    acknowledgement the owner had to retry, so under load they keep consumed messages until the connections follow
+    the new owner (site.yml with it)."""
+    connected = set((link['source'], link['target'], link['group'])
+                    for link in mirror_connections(groups, datacentres, active_datacentre))
+    relayed = {}
+    for group in normalise_groups(groups, active_datacentre):
+        if group['engine'] != MIRROR or group['name'] not in group_names:
+            continue
+        behind = [datacentre for datacentre in datacentres
+                  if datacentre != target and (target, datacentre, group['name']) not in connected]
+        if behind:
+            relayed[group['name']] = behind
+    return relayed
+
+
 def bridge_links(groups, datacentres, active_datacentre):
     """Every bridge of the estate, one per (source datacentre, remote datacentre, bridge group): ``name`` (of the
     bridge and of its outbound queue), ``source``, ``target``, ``group``, ``diverts`` (``name`` and ``address``, the

@@ -63,6 +63,10 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
             started_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
             result, took = _swapover(source, target, group)
             assert result.rc == 0, result.output[-6000:]
+            # With three datacentres, swapped away from its owner, the mirror group's target has no mirror connection
+            # to the third one: the play names it.
+            relayed = not bridged and len(estate.passive(source)) > 1 and target != "dc1"
+            assert ("has no mirror connection to these datacentres" in result.output) is relayed, result.output[-3000:]
             time.sleep(LOAD_AFTER_S)
             producer.stop()
             accepted = set(producer.accepted_ids())

@@ -265,3 +265,15 @@ def test_notices_of_acknowledgements_follow_the_copies_through_the_same_outbound
 def test_a_staging_delay_the_estate_cannot_have_is_refused_by_name(group, message):
     with pytest.raises(artemis_estate.EstateError, match=message):
         artemis_estate.normalise_groups([group], "dc1")
+
+
+def test_after_a_swapover_the_datacentres_the_target_has_no_mirror_to_are_named_per_mirror_group():
+    datacentres = ["dc1", "dc2", "dc3"]
+    assert artemis_estate.relayed_after_swapover(BRIDGED_GROUPS, datacentres, "dc1", ["all"], "dc2") == {
+        "all": ["dc3"]}
+    # The owner's own star reaches everyone; a bridge group bridges to every datacentre; two datacentres: a dual mirror.
+    assert artemis_estate.relayed_after_swapover(BRIDGED_GROUPS, datacentres, "dc1", ["all"], "dc1") == {}
+    assert artemis_estate.relayed_after_swapover(BRIDGED_GROUPS, datacentres, "dc1", ["relay"], "dc2") == {}
+    assert artemis_estate.relayed_after_swapover(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1", ["all"], "dc2") == {}
+    assert artemis_estate.relayed_after_swapover(TESTBED_GROUPS, datacentres + ["dc4"], "dc1", ["all", "east"],
+                                                 "dc3") == {"all": ["dc2", "dc4"], "east": ["dc1", "dc4"]}
