@@ -47,6 +47,11 @@ def _bridges(node):
             if link["engine"] == "bridge" and not link.get("external")}
 
 
+def _relay_bridges(node):
+    """The bridges of the drill's group, `relay`."""
+    return {name: link for name, link in _bridges(node).items() if ".relay." in name}
+
+
 def _kill_under_load(estate, producing, killed, targets, label):
     """Produce at ``producing`` (a pair, primary first) while ``killed`` is SIGKILLed; ``targets`` are the other
     datacentres' pairs, whose live broker at the end must each hold every accepted message, once. Returns the
@@ -90,12 +95,11 @@ def _kill_under_load(estate, producing, killed, targets, label):
             raise AssertionError(f"{label}: {len(missing)} accepted message(s) missing at {node.name}, e.g. "
                                  f"{missing[:10]}; bridges {bridges}; producer {producer.stats()}") from None
         ids = [m.id for m in held]
-        figures["received"][node.name] = {
+        received = figures["received"][node.name] = {
             "received": len(ids), "lost": len(accepted - set(ids)), "duplicates": len(ids) - len(set(ids)),
             "uncertain_present": len(uncertain & set(ids)),
             "complete_after_stop_s": round(time.monotonic() - started, 1)}
-        assert figures["received"][node.name]["lost"] == 0 and figures["received"][node.name]["duplicates"] == 0, \
-            (label, node.name, figures)
+        assert received["lost"] == 0 and received["duplicates"] == 0, (label, node.name, figures)
         assert set(ids) <= accepted | uncertain, f"{label}: {node.name} holds messages the producer never sent"
     return figures
 
@@ -104,7 +108,7 @@ def test_the_bridge_engine_loses_nothing_when_a_primary_of_either_datacentre_is_
     estate, datacentres = bridged_pairs
     pairs = [[_node(estate, f"dc{n}-node1"), _node(estate, f"dc{n}-node2")] for n in range(1, datacentres + 1)]
     dc1, dc2 = pairs[0], pairs[1]
-    before = {pair[0].name: sorted(name for name in _bridges(pair[0]) if ".relay." in name) for pair in pairs}
+    before = {pair[0].name: sorted(_relay_bridges(pair[0])) for pair in pairs}
     assert all(len(relays) == datacentres - 1 for relays in before.values()), \
         f"the test bed's group relay must run on a bridge to every other datacentre here: {before}"
 
@@ -115,7 +119,7 @@ def test_the_bridge_engine_loses_nothing_when_a_primary_of_either_datacentre_is_
                   timeout=60, description="dc1-node2's bridges connected")
     figures["target_primary_killed"] = _kill_under_load(estate, [dc1[1]], dc2[0], pairs[1:], "dc2's primary killed")
     figures["bridges_after"] = {node.name: {name: {"connected": link["connected"], "backlog": link["backlog"]}
-                                            for name, link in _bridges(node).items() if ".relay." in name}
+                                            for name, link in _relay_bridges(node).items()}
                                 for node in [dc1[1], dc2[1], *(pair[0] for pair in pairs[2:])]}
     with open(os.path.join(RESULTS, f"bridge_engine_ha_{datacentres}x2.json"), "w") as handle:
         json.dump(figures, handle, indent=2, sort_keys=True)
