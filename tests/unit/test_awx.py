@@ -88,3 +88,13 @@ def test_the_project_playbooks_run_the_collection_s_by_fqcn(tmp_path):
                              os.path.join(AWX, "configure.yml")],
                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_the_project_installs_exact_releases_the_collection_s_own_and_the_execution_environment_s():
+    """A version range would admit an older release (0.1.0 published a CA key in its example inventory)."""
+    wanted = {entry["name"]: entry["version"]
+              for entry in _load(AWX, "project", "collections", "requirements.yml")["collections"]}
+    galaxy = _load(REPO_ROOT, "galaxy.yml")
+    environment = {entry["name"]: entry.get("version")
+                   for entry in _load(REPO_ROOT, "execution-environment", "requirements.yml")["collections"]}
+    assert wanted == {"continuity.artemis": galaxy["version"], "community.crypto": environment["community.crypto"]}
