@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: continuity.artemis contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter that turns role grants and address staging into Artemis security-settings (see module_utils)."""
+"""Filters that turn role grants and address staging into Artemis security-settings, and say why client roles could
+reach replication (see module_utils)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import security_settings
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import role_errors, security_settings
 
 
 def artemis_security_settings(roles, admin_role, all_permissions, staging=(), peer_roles=()):
@@ -17,6 +18,10 @@ def artemis_security_settings(roles, admin_role, all_permissions, staging=(), pe
         raise AnsibleFilterError("artemis_security_settings: %s" % exc)
 
 
+def artemis_role_errors(roles, users=(), management_roles=(), peer_roles=()):
+    return role_errors(roles, users, management_roles, peer_roles)
+
+
 class FilterModule:
     def filters(self):
-        return {"artemis_security_settings": artemis_security_settings}
+        return {"artemis_security_settings": artemis_security_settings, "artemis_role_errors": artemis_role_errors}

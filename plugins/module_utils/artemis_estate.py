@@ -27,23 +27,32 @@ BRIDGE = 'bridge'
 ENGINES = (MIRROR, BRIDGE)
 ROUTING_TYPES = ('anycast', 'multicast')
 
-# Artemis names a mirror's store-and-forward queue after the connection.
-MIRROR_QUEUE_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR_'
-PROBE_ADDRESS = 'continuity.probe'
+# Artemis takes a sender link to any address that starts with MIRROR_ADDRESS_PREFIX (and asks for the mirror
+# capability) as a mirror, and names a mirror's store-and-forward queue, and the address it sends to at the target,
+# MIRROR_QUEUE_PREFIX followed by the connection's name.
+MIRROR_ADDRESS_PREFIX = '$ACTIVEMQ_ARTEMIS_MIRROR'
+MIRROR_QUEUE_PREFIX = MIRROR_ADDRESS_PREFIX + '_'
+# Every address the estate itself uses (the bridge engine's, the probes of the catch-all group, the messages a passive
+# datacentre keeps) is under ESTATE_ADDRESS_PREFIX; no address group and no client role may claim it.
+ESTATE_ADDRESS_PREFIX = 'continuity.'
+PROBE_ADDRESS = ESTATE_ADDRESS_PREFIX + 'probe'
+# Addresses that belong to the estate or to Artemis itself (its notifications and management address, its internal
+# and the mirror's queues): no address group names a prefix under them, and no client role is granted there.
+RESERVED_PREFIXES = (ESTATE_ADDRESS_PREFIX, 'activemq.', '$ACTIVEMQ_ARTEMIS')
 # The bridge engine: outbound queues (and their bridges, named alike), the diverts that fill them and the inbound
 # address a bridge delivers to; the broker plugin sends what arrives under INBOUND_ADDRESS_PREFIX on to the copy's
 # original address. ORIGIN_PROPERTY is stamped on every copy a bridge forwards, with the datacentre it came from.
-OUTBOUND_QUEUE_PREFIX = 'continuity.out.'
-DIVERT_PREFIX = 'continuity.divert.'
-INBOUND_ADDRESS_PREFIX = 'continuity.in.'
+OUTBOUND_QUEUE_PREFIX = ESTATE_ADDRESS_PREFIX + 'out.'
+DIVERT_PREFIX = ESTATE_ADDRESS_PREFIX + 'divert.'
+INBOUND_ADDRESS_PREFIX = ESTATE_ADDRESS_PREFIX + 'in.'
 ORIGIN_PROPERTY = 'continuity_origin'
 # A message's identity across datacentres in a full_state bridge group: the broker plugin stamps an original with its
 # own message id and a copy with its original's; (ORIGIN_PROPERTY or the datacentre it is at, this) names it anywhere.
 SOURCE_ID_PROPERTY = 'continuity_source_id'
 # Exports to brokers outside the estate (replication_external_brokers), which run no plugin of ours: per declared
 # address a divert into an export queue and a bridge from it that delivers to that same address.
-EXPORT_QUEUE_PREFIX = 'continuity.export.'
-EXPORT_DIVERT_PREFIX = 'continuity.divert-export.'
+EXPORT_QUEUE_PREFIX = ESTATE_ADDRESS_PREFIX + 'export.'
+EXPORT_DIVERT_PREFIX = ESTATE_ADDRESS_PREFIX + 'divert-export.'
 # The security role the brokers of the other datacentres log in with (by password, or by certificate over TLS).
 REPLICATION_ROLE = 'replication'
 # A bridge's copy goes on (the broker plugin) to its own address at the remote datacentre, creating a queue the
@@ -52,7 +61,7 @@ BRIDGE_PEER_PERMISSIONS = ('send', 'createAddress', 'createDurableQueue')
 # Active/active on bridges (a group's staging_delay_ms): the broker plugin sends a notice of each acknowledgement of
 # one of the group's messages to the group's notice address, from where diverts put it into the outbound queues behind
 # the copies it concerns; at a remote datacentre the plugin removes the copy the notice names.
-ACK_NOTICE_PREFIX = 'continuity.acks.'
+ACK_NOTICE_PREFIX = ESTATE_ADDRESS_PREFIX + 'acks.'
 
 
 class EstateError(ValueError):
@@ -73,6 +82,11 @@ def normalise_groups(groups, active_datacentre):
             raise EstateError('address group %s: engine %r is not one of %s'
                               % (group['name'], engine, ', '.join(ENGINES)))
         addresses = list(group.get('addresses') or [])
+        for prefix in addresses:
+            reserved = reserved_prefix(prefix)
+            if reserved:
+                raise EstateError('address group %s: prefix %r is under %r, which the estate and Artemis keep for '
+                                  'themselves' % (group['name'], prefix, reserved))
         if engine == BRIDGE:
             _check_bridge_group(group['name'], addresses)
         delay = _staging_delay(group, mode, engine)
@@ -80,6 +94,11 @@ def normalise_groups(groups, active_datacentre):
                            'owner': None if delay else group.get('owner') or active_datacentre,
                            'staging_delay_ms': delay})
     return normalised
+
+
+def reserved_prefix(name):
+    """The reserved prefix an address or match starts with, else None."""
+    return next((prefix for prefix in RESERVED_PREFIXES if isinstance(name, str) and name.startswith(prefix)), None)
 
 
 def _staging_delay(group, mode, engine):

@@ -184,20 +184,21 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_managem
     ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
-    PERMISSIONS, STAGED_PERMISSIONS, UNSTAGED_MATCHES, security_settings, staging_entry)
+    INTERNAL_MATCHES, PERMISSIONS, STAGED_PERMISSIONS, security_settings, staging_entry)
 
 
 def desired_settings(params, selected):
     """{match: {permission: [roles]}} for the client matches of the selected groups, in the requested state: what
     broker.xml says in that state, the other datacentres' brokers keeping their grants there (the bridge engine's
-    peers deliver to a group's own addresses). Matches only peers hold never change with the state."""
+    peers deliver to a group's own addresses). Matches only peers hold, and the internal ones, never change with the
+    state."""
     staging = prefix_entries(params['address_groups'], selected if params['state'] == 'passive' else [])
     client_matches = set(setting['match'] for setting in
                          security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging))
     settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging,
                                  peer_roles(params['address_groups'], params['datacentre']))
     return dict((setting['match'], setting['permissions']) for setting in settings
-                if setting['match'] in client_matches and setting['match'] not in UNSTAGED_MATCHES
+                if setting['match'] in client_matches and setting['match'] not in INTERNAL_MATCHES
                 and (staging_entry(setting['match'], staging) or {}).get('group') in selected)
 
 

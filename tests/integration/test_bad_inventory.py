@@ -2,12 +2,13 @@
 
 import os
 import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
 
-from support.estate import REPO_ROOT, TESTBED_INVENTORY, run_playbook, generated_secrets
+from support.estate import REPO_ROOT, TESTBED_INVENTORY, TESTBED_STATE_DIR, generated_secrets, run_playbook
 
 
 def _load(path):
@@ -210,6 +211,30 @@ def _bridge_to_an_undefined_connector(hosts, all_vars):
                                    "user": "bridge", "password": "not-used-here"}]
 
 
+def _client_role_on_an_internal_prefix(hosts, all_vars):
+    all_vars["broker_roles"] = all_vars["broker_roles"] + [{"name": "app", "match": "continuity.out.#",
+                                                            "permissions": ["consume"]}]
+
+
+def _client_role_that_manages(hosts, all_vars):
+    all_vars["broker_roles"] = [dict(role, permissions=role["permissions"] + ["manage"])
+                                for role in all_vars["broker_roles"]]
+
+
+def _group_under_the_estate_prefix(hosts, all_vars):
+    all_vars["replication_address_groups"] = all_vars["replication_address_groups"] + [
+        {"name": "mine", "addresses": ["continuity.mine."]}]
+
+
+def _bundle_with_the_compromised_ca(hosts, all_vars):
+    """The estate's CA file a bundle of a CA of its own and the one whose key version 0.1.0 published."""
+    bundle = os.path.join(tempfile.mkdtemp(prefix="bundle-"), "ca-bundle.pem")
+    with open(os.path.join(REPO_ROOT, "tests", "support", "pki", "compromised-ca-0.1.0.pem")) as leaked, \
+            open(os.path.join(TESTBED_STATE_DIR, "pki", "ca.pem")) as own, open(bundle, "w") as handle:
+        handle.write(own.read() + leaked.read().replace("\n", "\r\n"))
+    all_vars["replication_tls_ca_cert"] = bundle
+
+
 def _unreachable_host(hosts, all_vars):
     host = next(iter(_dc_hosts(hosts, "dc2")))
     _dc_hosts(hosts, "dc2")[host] = dict(_dc_hosts(hosts, "dc2")[host] or {}, ansible_port=1)
@@ -252,6 +277,13 @@ CASES = {
     "malformed ZooKeeper connect string": (_malformed_zookeeper, ["replication_zookeeper", "connect-string"]),
     "user-provided TLS certificate missing": (
         _missing_tls_certificate, ["replication_tls_cert", "/nonexistent/broker.pem"]),
+    "client role on an internal prefix": (_client_role_on_an_internal_prefix,
+                                          ["broker_roles", "role app", "continuity.out.#"]),
+    "client role that manages": (_client_role_that_manages, ["broker_roles", "role app grants manage"]),
+    "address group under the estate's prefix": (_group_under_the_estate_prefix,
+                                                ["replication_address_groups", "continuity.mine."]),
+    "CA bundle with a CA whose key was published": (
+        _bundle_with_the_compromised_ca, ["replication_tls_ca_cert", "private key was published"]),
     "unreachable host": (_unreachable_host, ["dc2-node1", "UNREACHABLE"]),
     "metrics role that no user holds": (_metrics_role_nobody_holds, ["broker_metrics_role", "scrapers"]),
     "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),

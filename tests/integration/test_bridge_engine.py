@@ -26,7 +26,8 @@ RATE = 200  # messages per second under the partition
 
 
 def _cli_count(node, queue):
-    return cli_message_count(node.core_url, node.user, node.password, queue)
+    """The count as an operator sees it with `artemis queue stat` (a management message: the administrator)."""
+    return cli_message_count(node.core_url, node.admin_user, node.admin_password, queue)
 
 
 @pytest.mark.systemd  # the systemd pass: three datacentres
@@ -37,10 +38,11 @@ def test_messages_produced_at_a_datacentre_arrive_once_at_every_other_and_never_
     # `artemis queue stat` shows 25 characters of a name.
     address = f"relay.orders.{uuid.uuid4().hex[:8]}"
     topic, subscription = f"relay.ev.{uuid.uuid4().hex[:6]}", f"audit.{uuid.uuid4().hex[:6]}"
-    # A multicast subscription exists where it was created: the application declares it at every datacentre.
+    # A multicast subscription exists where it was created: it is declared at every datacentre (by an operator,
+    # `artemis queue create` sends a management message).
     for node in nodes:
-        subprocess.run([artemis_cli(), "queue", "create", "--url", node.core_url, "--user", node.user, "--password",
-                        node.password, "--name", subscription, "--address", topic, "--multicast", "--durable",
+        subprocess.run([artemis_cli(), "queue", "create", "--url", node.core_url, "--user", node.admin_user,
+                        "--password", node.admin_password, "--name", subscription, "--address", topic, "--multicast", "--durable",
                         "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
                        timeout=120, cwd=REPO_ROOT)
 

@@ -1,5 +1,5 @@
-"""Least privilege: the measurement's monitoring user reads everything and changes nothing but its own probes; the
-administrator keeps the operations. Against the test bed's real brokers."""
+"""Least privilege: the measurement's monitoring user reads every count, the messages of its own probes only, and
+changes nothing but its probes; the administrator keeps the operations. Against the test bed's real brokers."""
 
 import uuid
 
@@ -12,7 +12,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import amqp_led
 PROBE = "continuity.probe"  # the catch-all group's probe address (the estate model's probe routes)
 
 
-def test_the_monitoring_user_reads_everything_and_changes_no_application_queue(estate):
+def test_the_monitoring_user_reads_every_count_no_message_and_changes_no_application_queue(estate):
     dc1 = estate.dc("dc1")
     queue = f"lp.{uuid.uuid4().hex[:8]}"
     amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 3)
@@ -20,8 +20,12 @@ def test_the_monitoring_user_reads_everything_and_changes_no_application_queue(e
 
     assert monitor.status()["live"]
     assert queue in [row["name"] for row in monitor.queues()]
-    assert len(monitor.list_messages(queue, queue)) == 3
+    assert monitor.message_count(queue, queue) == 3
     refused = {
+        "list an application queue's messages": lambda: monitor.list_messages(queue, queue),
+        "browse an application queue": lambda: monitor.browse(queue, queue),
+        "list the mirror's events": lambda: monitor.list_messages("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all",
+                                                                  "$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all"),
         "remove an application queue's messages": lambda: monitor.remove_messages(queue, queue, ""),
         "pause an application queue": lambda: monitor.pause_queue(
             {"address": queue, "name": queue, "routingType": "ANYCAST"}),
@@ -45,5 +49,6 @@ def test_the_monitoring_user_sends_and_removes_only_its_probes(estate):
     monitor = dc1.management(dc1.monitor_user, dc1.monitor_password)
     sent = amqp.send(dc1.amqp_url, dc1.monitor_user, dc1.monitor_password, PROBE, 2)
     assert len(sent) == 2
+    assert len(monitor.list_messages(PROBE, PROBE)) >= 2
     assert monitor.remove_messages(PROBE, PROBE, "") >= 2
     assert dc1.message_count(PROBE) == 0

@@ -153,10 +153,11 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
         # The CLI exits 0 even then; the refusal is in its output.
         refused = cli(estate.dc(passive), "producer", queue, 1)
         assert "AMQ229032" in refused.stdout + refused.stderr and "permission='SEND'" in refused.stdout + refused.stderr
-        # Monitoring works at the passive site (management replies are not staged).
+        # An operator monitors the passive site (management messages are never staged; they are the
+        # administrator's).
         node = estate.dc(passive)
-        stat = subprocess.run([artemis, "queue", "stat", "--url", node.core_url, "--user", node.user, "--password",
-                               node.password, "--queueName", queue], capture_output=True, text=True, timeout=120,
+        stat = subprocess.run([artemis, "queue", "stat", "--url", node.core_url, "--user", node.admin_user,
+                               "--password", node.admin_password, "--queueName", queue], capture_output=True, text=True, timeout=120,
                               cwd=REPO_ROOT, check=False)
         assert stat.returncode == 0 and f"|{queue}" in stat.stdout, stat.stdout + stat.stderr
         received = cli(estate.dc(active), "consumer", queue)

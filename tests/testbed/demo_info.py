@@ -18,6 +18,7 @@ def main(artemis_home):
     source = next(node for node in nodes if node["dc"] == "dc1")
     target = next(node for node in nodes if node["dc"] != "dc1")
     user, password = source["credentials"]["user"], source["credentials"]["password"]
+    admin, admin_password = source["management_credentials"]["user"], source["management_credentials"]["password"]
     cli = os.path.join(artemis_home, "bin", "artemis")
     print(f"""
 Send ten persistent messages to queue 'demo' in dc1 (the active datacentre):
@@ -30,9 +31,11 @@ See them replicated in {target['dc']} (browsing does not consume):
 Consume them in dc1, and the acknowledgements replicate too ({target['dc']}'s copy empties):
   {cli} consumer --url {source['core_url']} --user {user} --password {password} \\
       --destination queue://demo --message-count 10
-  {cli} queue stat --url {target['core_url']} --user {user} --password {password} --queueName demo
 
-The application user's password is in inventories/testbed/group_vars/all/secrets.yml.
+Count them as an operator does (a management message: the administrator's):
+  {cli} queue stat --url {target['core_url']} --user {admin} --password {admin_password} --queueName demo
+
+The passwords are in inventories/testbed/group_vars/all/secrets.yml.
 Remove the test bed with: make testbed-down
 """)
 

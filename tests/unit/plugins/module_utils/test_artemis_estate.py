@@ -1,6 +1,8 @@
 """The estate model: owners, staging, mirror connections, probe routes and restart order, on known inventories."""
 
 
+import re
+
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
@@ -277,3 +279,12 @@ def test_after_a_swapover_the_datacentres_the_target_has_no_mirror_to_are_named_
     assert artemis_estate.relayed_after_swapover(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1", ["all"], "dc2") == {}
     assert artemis_estate.relayed_after_swapover(TESTBED_GROUPS, datacentres + ["dc4"], "dc1", ["all", "east"],
                                                  "dc3") == {"all": ["dc2", "dc4"], "east": ["dc1", "dc4"]}
+
+
+@pytest.mark.parametrize("prefix, reserved", [("continuity.", "continuity."), ("continuity.apps.", "continuity."),
+                                              ("activemq.", "activemq."),
+                                              ("$ACTIVEMQ_ARTEMIS_MIRROR_", "$ACTIVEMQ_ARTEMIS")])
+def test_a_group_under_a_reserved_prefix_is_refused_by_name(prefix, reserved):
+    with pytest.raises(artemis_estate.EstateError,
+                       match=re.escape("address group mine: prefix %r is under %r" % (prefix, reserved))):
+        artemis_estate.normalise_groups([{"name": "mine", "addresses": [prefix]}], "dc1")

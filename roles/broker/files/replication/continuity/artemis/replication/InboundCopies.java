@@ -26,9 +26,14 @@
  * Both are counted, and the time from production to the notice's arrival is recorded, on the broker's metrics; so is
  * the time to its journal commit here (when a subscriber could see it, and a failover no longer loses it).
  *
+ * Only the estate stamps the continuity_ properties above, and only the other datacentres' brokers (a session whose
+ * login holds the role named by the option peer-role) deliver copies: a client's message loses those properties before
+ * it is routed, and a client's send to an inbound address is not sent on (the broker's security refuses it there).
+ * Nothing a client sends decides what replication does with a message.
+ *
  * The broker role compiles this file on the broker host against the distribution's lib/. Options (a <property> of
- * <broker-plugin> in broker.xml): inbound-prefix, identity-prefixes (comma-separated, may be empty), and the staging
- * delays' above.
+ * <broker-plugin> in broker.xml): inbound-prefix, peer-role, identity-prefixes (comma-separated, may be empty), and the
+ * staging delays' above.
  */
 package continuity.artemis.replication;
 
@@ -40,6 +45,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+
+import javax.security.auth.Subject;
 
 import org.apache.activemq.artemis.api.core.ActiveMQBuffer;
 import org.apache.activemq.artemis.api.core.ActiveMQBuffers;
@@ -67,6 +74,7 @@ import org.apache.activemq.artemis.core.transaction.Transaction;
 import org.apache.activemq.artemis.core.transaction.TransactionOperationAbstract;
 import org.apache.activemq.artemis.spi.core.protocol.EmbedMessageUtil;
 import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
+import org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -86,6 +94,10 @@ public class InboundCopies implements ActiveMQServerPlugin {
    private static final SimpleString NOTICE_QUEUE = SimpleString.of("continuity_notice_queue");
    private static final SimpleString NOTICE_PRODUCED_AT = SimpleString.of("continuity_notice_produced_at");
    private static final SimpleString NOTICE_ACKED_AT = SimpleString.of("continuity_notice_acked_at");
+   // What only the estate stamps, so never what a client sends.
+   private static final List<SimpleString> ESTATE_PROPERTIES = List.of(SOURCE_ID, ORIGIN, PRODUCED_AT, NOTICE_ORIGIN,
+                                                                       NOTICE_SOURCE_ID, NOTICE_QUEUE,
+                                                                       NOTICE_PRODUCED_AT, NOTICE_ACKED_AT);
    private static final String STAGING_DELAY_OPTION = "staging-delay.";
    // How long a notice waits, at most, for the copy it names to join its queue or be acknowledged: 2 s.
    private static final int NOTICE_ATTEMPTS = 200;
@@ -100,6 +112,7 @@ public class InboundCopies implements ActiveMQServerPlugin {
 
    private final Interceptor interceptor = this::intercept;
    private String inboundPrefix;
+   private String peerRole;
    private List<String> identityPrefixes = List.of();
    private final Map<String, Delayed> delayedPrefixes = new LinkedHashMap<>();
    private String datacentre;
@@ -115,6 +128,10 @@ public class InboundCopies implements ActiveMQServerPlugin {
       inboundPrefix = properties.get("inbound-prefix");
       if (inboundPrefix == null || inboundPrefix.isEmpty()) {
          throw new IllegalArgumentException("InboundCopies: the property inbound-prefix is not set");
+      }
+      peerRole = properties.get("peer-role");
+      if (peerRole == null || peerRole.isEmpty()) {
+         throw new IllegalArgumentException("InboundCopies: the property peer-role is not set");
       }
       String identity = properties.getOrDefault("identity-prefixes", "");
       identityPrefixes = Arrays.stream(identity.split(",")).map(String::trim).filter(p -> !p.isEmpty()).toList();
@@ -153,10 +170,29 @@ public class InboundCopies implements ActiveMQServerPlugin {
       return delayedPrefixes.values().stream().filter(d -> d.noticeAddress().equals(address)).findFirst().orElse(null);
    }
 
-   /** An original of a group active everywhere: the time it was produced, before the diverts copy it. */
+   /** Whether the connection logged in as another datacentre's broker. */
+   private boolean isPeer(RemotingConnection connection) {
+      Subject subject = connection == null ? null : connection.getSubject();
+      return subject != null && subject.getPrincipals(RolePrincipal.class).stream()
+         .anyMatch(role -> peerRole.equals(role.getName()));
+   }
+
+   /**
+    * A client's message loses the properties only the estate stamps. An original of a group active everywhere: the
+    * time it was produced, before the diverts copy it.
+    */
    @Override
    public void beforeSend(ServerSession session, Transaction tx, Message message, boolean direct,
                           boolean noAutoCreateQueue) {
+      if (!isPeer(session.getRemotingConnection())) {
+         boolean stripped = false;
+         for (SimpleString property : ESTATE_PROPERTIES) {
+            stripped |= message.removeProperty(property) != null;
+         }
+         if (stripped) {
+            message.reencode();
+         }
+      }
       if (delayed(message.getAddress()) != null && message.getObjectProperty(ORIGIN) == null
             && message.getObjectProperty(PRODUCED_AT) == null) {
          message.putLongProperty(PRODUCED_AT, System.currentTimeMillis());
@@ -341,7 +377,7 @@ public class InboundCopies implements ActiveMQServerPlugin {
    }
 
    private boolean intercept(Packet packet, RemotingConnection connection) {
-      if (!(packet instanceof MessagePacketI send)) {
+      if (!(packet instanceof MessagePacketI send) || !isPeer(connection)) {
          return true;
       }
       if (packet.getType() == PacketImpl.SESS_SEND) {
