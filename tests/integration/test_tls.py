@@ -82,6 +82,12 @@ def test_the_mirror_acceptor_admits_only_the_other_datacentres_brokers(estate, t
     assert "SSL Failure" in _mirror_login(dc2, impostor), "a certificate of another CA with a peer's name"
     # Signed by the estate's CA but not one of the other datacentres' brokers: TLS passes, the login does not.
     assert "AMQ229031" in _mirror_login(dc2, own)
+    # Nor does a certificate of the estate's CA that names the peer beside something else in its subject (the login
+    # pattern is the peers' exact subjects; one that looked for CN=<peer> anywhere admitted both).
+    ca = (os.path.join(pki, "ca.pem"), os.path.join(pki, "ca.key"))
+    for stem, common_name, unit in (("extra-unit", "dc1-node1", "extra"), ("named-inside", "evil", "x,CN=dc1-node1,y")):
+        crafted = tls.signed_certificate(tmp_path, stem, common_name, ["10.201.1.11"], *ca, unit=unit)
+        assert "AMQ229031" in _mirror_login(dc2, crafted), stem
     # The replication user's password opens nothing there either (no certificate, no login).
     assert "SSL Failure" in _mirror_login(dc2, None, mechanism="PLAIN", user="replicator",
                                           password=_secrets()["replication_password"])

@@ -15,8 +15,10 @@ from proton import SSLDomain
 from proton.utils import BlockingConnection
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+def _name(common_name: str, unit: str | None = None) -> x509.Name:
+    """CN=common_name, with an OU before it when ``unit`` is given (Java writes it: CN=..., OU=...)."""
+    unit_name = [x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, unit)] if unit is not None else []
+    return x509.Name(unit_name + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 def _write(directory: pathlib.Path, stem: str, key, certificate) -> tuple[str, str]:
@@ -29,9 +31,9 @@ def _write(directory: pathlib.Path, stem: str, key, certificate) -> tuple[str, s
 
 
 def _certificate(subject: str, issuer_name: x509.Name, issuer_key, public_key, *, ca: bool,
-                 names: list[str] = ()) -> x509.Certificate:
+                 names: list[str] = (), unit: str | None = None) -> x509.Certificate:
     now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(issuer_name)
+    builder = (x509.CertificateBuilder().subject_name(_name(subject, unit)).issuer_name(issuer_name)
                .public_key(public_key).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
@@ -54,13 +56,14 @@ def rogue_ca(directory: pathlib.Path) -> tuple[str, str]:
 
 
 def signed_certificate(directory: pathlib.Path, stem: str, common_name: str, names: list[str],
-                       ca_cert: str, ca_key: str) -> tuple[str, str]:
-    """A certificate for ``common_name`` and the subject alternative ``names``, signed by the given CA."""
+                       ca_cert: str, ca_key: str, unit: str | None = None) -> tuple[str, str]:
+    """A certificate for ``common_name`` (and the organisational ``unit``, when given) and the subject alternative
+    ``names``, signed by the given CA."""
     issuer = x509.load_pem_x509_certificate(pathlib.Path(ca_cert).read_bytes())
     issuer_key = serialization.load_pem_private_key(pathlib.Path(ca_key).read_bytes(), password=None)
     key = ec.generate_private_key(ec.SECP256R1())
     return _write(directory, stem, key, _certificate(common_name, issuer.subject, issuer_key, key.public_key(),
-                                                     ca=False, names=names))
+                                                     ca=False, names=names, unit=unit))
 
 
 def amqps_connection(url: str, ca_cert: str, certificate: tuple[str, str] | None = None, *,
