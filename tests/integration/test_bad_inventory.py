@@ -235,6 +235,10 @@ def _bundle_with_the_compromised_ca(hosts, all_vars):
     all_vars["replication_tls_ca_cert"] = bundle
 
 
+def _ten_year_broker_certificates(hosts, all_vars):
+    all_vars["replication_tls_certificate_days"] = 3650
+
+
 def _unreachable_host(hosts, all_vars):
     host = next(iter(_dc_hosts(hosts, "dc2")))
     _dc_hosts(hosts, "dc2")[host] = dict(_dc_hosts(hosts, "dc2")[host] or {}, ansible_port=1)
@@ -281,9 +285,10 @@ CASES = {
                                           ["broker_roles", "role app", "continuity.out.#"]),
     "client role that manages": (_client_role_that_manages, ["broker_roles", "role app grants manage"]),
     "address group under the estate's prefix": (_group_under_the_estate_prefix,
-                                                ["replication_address_groups", "continuity.mine."]),
+                                                ["address group mine", "prefix 'continuity.mine.'"]),
     "CA bundle with a CA whose key was published": (
         _bundle_with_the_compromised_ca, ["replication_tls_ca_cert", "private key was published"]),
+    "ten-year broker certificates": (_ten_year_broker_certificates, ["replication_tls_certificate_days", "3650"]),
     "unreachable host": (_unreachable_host, ["dc2-node1", "UNREACHABLE"]),
     "metrics role that no user holds": (_metrics_role_nobody_holds, ["broker_metrics_role", "scrapers"]),
     "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),
