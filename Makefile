@@ -29,7 +29,7 @@ GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo role-docs \
+.PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
 	drills reproduce-mirror-race
 
 help:
@@ -188,6 +188,11 @@ reproduce-mirror-race: setup
 BENCH_ARGS ?=
 bench: setup
 	cd tests && python -m benchmarks.bench $(BENCH_ARGS)
+
+# What the password hashes' PBKDF2 iterations cost each login, on the test bed (not part of make test); figures in
+# tests/benchmarks/results/password_hash_cost.json.
+bench-password-hash: setup
+	python tests/benchmarks/password_hash_cost.py
 
 # The RPO/RTO job on generated telemetry in Spark local mode (not part of make test): make bench-rpo ROWS=10000000
 ROWS ?= 1000000

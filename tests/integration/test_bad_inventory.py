@@ -285,7 +285,7 @@ CASES = {
                                           ["broker_roles", "role app", "continuity.out.#"]),
     "client role that manages": (_client_role_that_manages, ["broker_roles", "role app grants manage"]),
     "address group under the estate's prefix": (_group_under_the_estate_prefix,
-                                                ["address group mine", "prefix 'continuity.mine.'"]),
+                                                ["address group mine", "continuity.mine."]),
     "CA bundle with a CA whose key was published": (
         _bundle_with_the_compromised_ca, ["replication_tls_ca_cert", "private key was published"]),
     "ten-year broker certificates": (_ten_year_broker_certificates, ["replication_tls_certificate_days", "3650"]),
