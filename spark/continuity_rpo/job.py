@@ -170,9 +170,8 @@ def write_history(tables: dict, output: str, touched: float | None = None) -> No
 
 def run(spark: SparkSession, arguments, config: dict) -> Results:
     plan = None
-    clock = time.time()
     if arguments.incremental:
-        ingested = telemetry.ingest(spark, arguments.telemetry, arguments.output, now=clock)
+        ingested = telemetry.ingest(spark, arguments.telemetry, arguments.output)
         plan = incremental.plan(ingested, incremental.load(spark, arguments.output), config["window_seconds"])
         for kind, count in ingested.rows.items():
             print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
@@ -180,7 +179,10 @@ def run(spark: SparkSession, arguments, config: dict) -> Results:
             print(f"continuity_rpo: recomputing the windows from {plan.touched:.0f}, reading from "
                   f"{plan.read_from:.0f}", file=sys.stderr)
     data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
-                          arguments.output if plan else None, now=clock, since=plan.read_from if plan else None)
+                          arguments.output if plan else None, since=plan.read_from if plan else None)
+    # Taken once every file is listed: no row read was written after it, and a slow read does not make the
+    # telemetry published meanwhile look as if it came from the future.
+    clock = time.time()
     results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of,
                       plan)
     write_history(results.tables, arguments.output, plan.touched if plan else None)

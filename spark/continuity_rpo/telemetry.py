@@ -224,8 +224,9 @@ class Ingested:
 
 
 def ingest(spark: SparkSession, root: str, history: str, now: float | None = None) -> Ingested:
-    """Append the sampled kinds' files not ingested yet to their Parquet tables."""
-    now = time.time() if now is None else now
+    """Append the sampled kinds' files not ingested yet to their Parquet tables. ``now``: the clock rows are
+    validated against (default: this machine's when the batch is written, after its files were listed: a writer
+    publishes a file only once it is closed, so no row in it was written later)."""
     taken = Ingested()
     for kind in SAMPLED:
         source = f"{root.rstrip('/')}/{kind}"
@@ -238,7 +239,7 @@ def ingest(spark: SparkSession, root: str, history: str, now: float | None = Non
             count, earliest = batch.agg(F.count("*"), F.min(F.when(_plausible(F.col("time")), F.col("time")))).first()
             (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("hour", "batch")
              .parquet(_ingested(history, kind)))
-            counts = _rejected_counts(kind, _tagged(kind, batch, now))
+            counts = _rejected_counts(kind, _tagged(kind, batch, time.time() if now is None else now))
             batch.unpersist()
             taken.rows[kind] = taken.rows.get(kind, 0) + count
             if earliest is not None:
@@ -270,8 +271,9 @@ def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
          history: str | None = None, now: float | None = None, since: float | None = None) -> Telemetry:
     """Read and validate the telemetry under ``root`` (``paths`` puts a kind elsewhere, e.g. the event log; with
     ``history``, the sampled kinds come from what ``ingest`` put there, only from ``since`` on when given); a kind
-    with no file at all is an empty frame. ``now``: the job's clock (default: this machine's)."""
-    now = time.time() if now is None else now
+    with no file at all is an empty frame. ``now``: the clock rows are validated against (default: this machine's
+    once the kind's files are listed, so that a file published while the job reads the others is not from the
+    future)."""
     frames, rejected = {}, []
     for kind, schema in SCHEMAS.items():
         schema = _readable(schema)
@@ -289,7 +291,7 @@ def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
                 raw = _json(spark.read.schema(schema)).json(path).select(*schema.fieldNames())
         if raw is None:
             raw = spark.createDataFrame([], schema)
-        frames[kind], counts = validate(kind, raw, now)
+        frames[kind], counts = validate(kind, raw, time.time() if now is None else now)
         rejected += counts
     return Telemetry(frames, sorted(rejected))
 

@@ -118,3 +118,25 @@ def test_as_of_is_refused_with_incremental_naming_both(tmp_path, capsys):
                      "--as-of", str(T0)])
     error = capsys.readouterr().err
     assert code == 2 and "--as-of" in error and "cannot be combined with --incremental" in error
+
+
+def test_a_file_published_while_the_job_reads_is_not_from_the_future(spark, tmp_path, monkeypatch):
+    """The prober publishes a segment while the job is still reading the kinds before it (a slow, loaded host):
+    its rows are newer than the job's start, not ahead of its clock."""
+    root, rows = tmp_path / "telemetry", _telemetry()
+    _publish(root, 0, 0, 400, {"queue_samples": rows["queue_samples"]})
+    clock = {"now": T0 + 400.0}
+    monkeypatch.setattr(job.time, "time", lambda: clock["now"])
+    listing = job.telemetry.path_exists
+
+    def path_exists(session, path):
+        if path.endswith("/probes") and not (root / "probes").exists():
+            _publish(root, 0, 400, 450, {"probes": [dict(row, time=row["time"] + 40) for row in rows["probes"]]})
+            clock["now"] += 90  # the reads before took a minute and a half: the probes are 50 s newer than the start
+        return listing(session, path)
+
+    monkeypatch.setattr(job.telemetry, "path_exists", path_exists)
+    results = job.run(spark, _arguments(tmp_path, incremental=True, report=None, textfile=None),
+                      job.sla.load(None))
+    assert [reason for kind, reason, count in results.rejected if kind == "probes" and count] == []
+    assert results.as_of > T0 + 400 + 30
