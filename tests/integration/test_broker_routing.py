@@ -8,7 +8,6 @@ exports what was produced there under the bridged group `relay` (group_vars/all/
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -22,6 +21,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import CONTROLLER, REPO_ROOT, TESTBED_INVENTORY, artemis_cli, cli_message_count, run_playbook
+from support.plain_broker import plain_broker
 
 
 def _inventory_file(*path):
@@ -46,29 +46,9 @@ def outside_broker(tmp_path_factory):
     """A plain Artemis broker where the inventory's external broker `outside` is: `artemis create` with a user (the
     test bed's generated password) and its defaults, on one port (core, AMQP and the rest, no TLS)."""
     external, port, password = _outside_broker_settings()
-    workdir = tmp_path_factory.mktemp("outside")
-    instance, user = workdir / "outside", external["user"]
-    subprocess.run([artemis_cli(), "create", str(instance), "--silent", "--no-autotune", "--host", CONTROLLER,
-                    "--default-port", str(port), "--user", user, "--password", password, "--require-login",
-                    "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-                    "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
-    log = open(workdir / "outside.log", "w")
-    process = subprocess.Popen([str(instance / "bin" / "artemis"), "run"], stdout=log, stderr=subprocess.STDOUT)
-
-    def accepting():
-        with socket.socket() as client:
-            return client.connect_ex((CONTROLLER, port)) == 0 or None
-
-    amqp.wait_for(accepting, timeout=60, description="the outside broker's acceptor")
-    yield {"name": external["name"], "host": CONTROLLER, "port": port, "user": user, "password": password,
-           "url": f"tcp://{CONTROLLER}:{port}", "amqp_url": f"amqp://{CONTROLLER}:{port}"}
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+    with plain_broker(tmp_path_factory.mktemp("outside"), CONTROLLER, port, external["user"], password):
+        yield {"name": external["name"], "host": CONTROLLER, "port": port, "user": external["user"],
+               "password": password, "url": f"tcp://{CONTROLLER}:{port}", "amqp_url": f"amqp://{CONTROLLER}:{port}"}
 
 
 def _create_queue_outside(outside_broker, address):

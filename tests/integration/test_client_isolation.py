@@ -18,6 +18,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import amqp_led
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     MIRROR_QUEUE_PREFIX, ORIGIN_PROPERTY, SOURCE_ID_PROPERTY, bridge_links, mirror_connections, notice_address)
 from support.estate import REPO_ROOT, artemis_cli, run_playbook
+from support.plain_broker import plain_broker
 
 REFUSED = "does not have permission="
 
@@ -124,33 +125,13 @@ def test_an_application_user_cannot_attach_as_a_mirror_to_any_address_artemis_ta
 @pytest.fixture
 def rogue_broker(estate, tmp_path):
     """A second Artemis broker on the controller, with a mirror connection to dc1 that logs in as the application
-    user: `artemis create` and a <broker-connections> element. Its name is not one of the estate's (those addresses
-    were the replication role's alone before as well)."""
+    user. Its name is not one of the estate's (those addresses were the replication role's alone before as well)."""
     dc1 = estate.dc("dc1")
-    instance, port = tmp_path / "rogue", 61698
-    subprocess.run([artemis_cli(), "create", str(instance), "--silent", "--no-autotune", "--host", "127.0.0.1",
-                    "--default-port", str(port), "--user", "rogue", "--password", "rogue", "--require-login",
-                    "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-                    "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
-    broker_xml = instance / "etc" / "broker.xml"
     mirror = (f'<broker-connections><amqp-connection uri="tcp://{dc1.address}:5672" name="evil" user="{dc1.user}" '
               f'password="{dc1.password}" retry-interval="1000"><mirror queue-removal="true" queue-creation="true"/>'
               f'</amqp-connection></broker-connections>')
-    broker_xml.write_text(broker_xml.read_text().replace("</core>", mirror + "</core>", 1))
-    log = tmp_path / "rogue.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen([str(instance / "bin" / "artemis"), "run"], stdout=output,
-                                   stderr=subprocess.STDOUT)
-    try:
-        amqp.wait_for(lambda: "AMQ221007" in log.read_text(), timeout=60, description="the rogue broker is live")
-        yield {"url": f"tcp://127.0.0.1:{port}", "log": log}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with plain_broker(tmp_path, "127.0.0.1", 61698, "rogue", "rogue", core_addition=mirror) as log:
+        yield {"url": "tcp://127.0.0.1:61698", "log": log}
 
 
 def test_a_broker_mirroring_with_application_credentials_cannot_delete_a_queue(estate, rogue_broker):
