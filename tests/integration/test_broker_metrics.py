@@ -10,17 +10,19 @@ import urllib.error
 import uuid
 
 import pytest
+from cryptography import x509
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     MIRROR_QUEUE_PREFIX, mirror_connections)
 from support import prometheus
-from support.estate import REPO_ROOT
+from support.estate import REPO_ROOT, TESTBED_STATE_DIR
 
 # The systemd test bed turns metrics on (the main one does not: the plugin costs every fresh node a compile).
 pytestmark = pytest.mark.systemd
 
 DASHBOARD = os.path.join(REPO_ROOT, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")
+BROKER_RULES = os.path.join(REPO_ROOT, "roles", "rpo_job", "files", "prometheus", "continuity_artemis_brokers.rules.yml")
 
 
 def _scrape(node, user=None, password=None, url=None, ca_file=None):
@@ -74,6 +76,11 @@ def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):
         assert backlogs == {MIRROR_QUEUE_PREFIX + name for name in expected}, node.name
         connected = {labels["connection"]: value for labels, value in samples["artemis_broker_connection_connected"]}
         assert connected == dict.fromkeys(expected, 1), node.name
+        # The ends of the certificates it loaded: its own and the estate's CA, as the test bed's PKI issued them.
+        ends = {(labels["broker"], labels["file"], labels["serial"]): value
+                for labels, value in samples["artemis_tls_certificate_expiry_timestamp_seconds"]}
+        issued = {(node.name, "broker.pem", *_end(f"{node.name}.pem")), (node.name, "ca.pem", *_end("ca.pem"))}
+        assert ends == {(broker, file, serial): end for broker, file, serial, end in issued}, node.name
     dc1.management().remove_messages(queue, queue, "")
 
     refused = {"a wrong password": {"password": dc1.monitor_password + "x"},
@@ -95,10 +102,21 @@ def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):
     assert isinstance(error.value.reason, ssl.SSLCertVerificationError), error.value
 
 
+def _end(pki_file):
+    """(serial in hex, end as Unix time) of a certificate of the test bed's PKI."""
+    with open(os.path.join(TESTBED_STATE_DIR, "pki", pki_file), "rb") as handle:
+        certificate = x509.load_pem_x509_certificate(handle.read())
+    return f"{certificate.serial_number:x}", certificate.not_valid_after_utc.timestamp()
+
+
+def _broker_metric_names(text):
+    return set(re.findall(r"\b((?:artemis|jvm)_\w+)", text))
+
+
 def _used_by_the_dashboard():
     with open(DASHBOARD) as handle:
         expressions = [target["expr"] for panel in json.load(handle)["panels"] for target in panel.get("targets", [])]
-    return {name for expression in expressions for name in re.findall(r"\b((?:artemis|jvm)_\w+)", expression)}
+    return {name for expression in expressions for name in _broker_metric_names(expression)}
 
 
 def test_prometheus_scrapes_every_broker_and_the_dashboard_uses_only_metrics_that_exist(estate, tmp_path):
@@ -121,3 +139,6 @@ def test_prometheus_scrapes_every_broker_and_the_dashboard_uses_only_metrics_tha
     for n in estate.nodes:
         exposed |= set(_scrape(n))
     assert used <= exposed, f"the dashboard uses metrics no broker exposes: {sorted(used - exposed)}"
+    with open(BROKER_RULES) as handle:
+        alerted = _broker_metric_names(handle.read())
+    assert alerted and alerted <= exposed, f"the brokers' alert rules use metrics no broker exposes: {alerted - exposed}"

@@ -13,7 +13,9 @@ from continuity_rpo.results import Results
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 RULES = os.path.join(REPO, "roles", "rpo_job", "files", "prometheus", "continuity_artemis.rules.yml")
-RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "promtool", "continuity_artemis.rules.test.yml")
+# The brokers' own metrics (their names are checked against what the brokers serve in test_broker_metrics).
+BROKER_RULES = os.path.join(REPO, "roles", "rpo_job", "files", "prometheus", "continuity_artemis_brokers.rules.yml")
+PROMTOOL_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "promtool")
 DASHBOARD = os.path.join(REPO, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")
 
 
@@ -70,10 +72,12 @@ def test_promtool_accepts_the_exposition(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_the_rules_are_valid_and_alert_when_they_should():
-    checked = _promtool("check", "rules", RULES)
+@pytest.mark.parametrize("rules", [RULES, BROKER_RULES], ids=os.path.basename)
+def test_the_rules_are_valid_and_alert_when_they_should(rules):
+    checked = _promtool("check", "rules", rules)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = _promtool("test", "rules", RULE_TESTS)
+    name = os.path.basename(rules).removesuffix(".yml") + ".test.yml"
+    tested = _promtool("test", "rules", os.path.join(PROMTOOL_TESTS, name))
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 

@@ -8,7 +8,8 @@
  * bypassed for anything but these read-only figures.
  *
  * Options (the <property> children of <plugin> in broker.xml): bind, port, key-store-path (a PEM file holding the key
- * and certificate), jaas-domain, role.
+ * and certificate), jaas-domain, role; optionally certificates (comma-separated PEM files whose certificates' ends
+ * are published).
  */
 package continuity.artemis.metrics;
 
@@ -18,21 +19,34 @@ import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.ByteArrayInputStream;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.Principal;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.security.auth.Subject;
@@ -53,12 +67,15 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
     private static final Logger LOG = LoggerFactory.getLogger(PrometheusMetricsPlugin.class);
     // Artemis's role principal, by name: its class comes from the broker's class loader, not ours.
     private static final String ROLE_PRINCIPAL = "org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal";
+    private static final Pattern PEM_CERTIFICATE =
+            Pattern.compile("-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\\s]+)-----END CERTIFICATE-----");
 
     private transient PrometheusMeterRegistry registry;
     private transient Map<String, String> options;
     private transient Thread opener;
     private transient volatile ActiveMQServer broker;
     private final transient Set<String> connectionGauges = new HashSet<>();
+    private transient MultiGauge certificateExpiry;
 
     @Override
     public ActiveMQMetricsPlugin init(Map<String, String> options) {
@@ -69,6 +86,10 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
         }
         this.options = Map.copyOf(options);
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        this.certificateExpiry = MultiGauge.builder("artemis.tls.certificate.expiry.timestamp")
+                .description("When a certificate the broker loaded as it started stops being valid (Unix time)")
+                .baseUnit("seconds")
+                .register(registry);
         return this;
     }
 
@@ -84,6 +105,7 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
     public synchronized void registered(ActiveMQServer server) {
         broker = server;
         registerConnectionGauges(server);
+        registerCertificateExpiry(server);
         if (opener == null) {
             opener = new Thread(this::openEndpoint, "continuity-metrics-open");
             opener.setDaemon(true);
@@ -123,6 +145,40 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
                         .register(registry);
             }
         });
+    }
+
+    // Read as the broker starts, as its acceptors and web server read their key store and trust bundle: what it
+    // serves until its next start, whatever the files become meanwhile.
+    private synchronized void registerCertificateExpiry(ActiveMQServer server) {
+        List<MultiGauge.Row<?>> rows = new ArrayList<>();
+        for (String file : options.getOrDefault("certificates", "").split(",")) {
+            if (file.isBlank()) {
+                continue;
+            }
+            try {
+                for (X509Certificate certificate : readCertificates(Path.of(file))) {
+                    Tags tags = Tags.of("broker", server.getConfiguration().getName(),
+                            "file", Path.of(file).getFileName().toString(),
+                            "subject", certificate.getSubjectX500Principal().getName(),
+                            "serial", certificate.getSerialNumber().toString(16));
+                    rows.add(MultiGauge.Row.of(tags, certificate.getNotAfter().getTime() / 1000.0));
+                }
+            } catch (IOException | CertificateException | IllegalArgumentException e) {
+                LOG.error("continuity metrics plugin: cannot read the certificates of {}: {}", file, e.toString());
+            }
+        }
+        certificateExpiry.register(rows, true);
+    }
+
+    private static List<X509Certificate> readCertificates(Path file) throws IOException, CertificateException {
+        CertificateFactory factory = CertificateFactory.getInstance("X.509");
+        List<X509Certificate> certificates = new ArrayList<>();
+        Matcher block = PEM_CERTIFICATE.matcher(Files.readString(file, StandardCharsets.US_ASCII));
+        while (block.find()) {
+            byte[] der = Base64.getMimeDecoder().decode(block.group(1));
+            certificates.add((X509Certificate) factory.generateCertificate(new ByteArrayInputStream(der)));
+        }
+        return certificates;
     }
 
     private double connected(String name) {
