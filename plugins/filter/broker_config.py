@@ -30,8 +30,13 @@ def artemis_broker_config_errors(builtin_addresses, addresses, queues, connector
                                                has_ca)
 
 
+def artemis_acceptor_changes(broker_xml, acceptors):
+    return artemis_broker_config.acceptor_changes(broker_xml, acceptors)
+
+
 class FilterModule:
     def filters(self):
         return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
                 'artemis_diverts': artemis_diverts, 'artemis_bridges': artemis_bridges,
-                'artemis_broker_config_errors': artemis_broker_config_errors}
+                'artemis_broker_config_errors': artemis_broker_config_errors,
+                'artemis_acceptor_changes': artemis_acceptor_changes}

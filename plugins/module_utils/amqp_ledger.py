@@ -23,8 +23,10 @@ report only what the broker actually said:
 * a message written to a connection that dropped before the broker settled it
   counts as *uncertain*: it may or may not be stored.
 
-URLs look like ``amqp://127.0.0.1:5672``. User and password are passed
-separately and never appear in error messages.
+URLs look like ``amqps://127.0.0.1:5671``, verified against ``ca_path`` (the CA
+file that signed the broker's certificate) with the host name. User and
+password are passed separately, never appear in error messages, and are sent
+only over TLS: on an ``amqp://`` URL a login with a password is refused here.
 """
 
 from __future__ import annotations
@@ -212,10 +214,11 @@ def _safe_url(url: str) -> str:
 
 def _connect(url: str, user: str | None, password: str | None, *, timeout: float,
              heartbeat: float | None = None, role: str = "client", ca_path: str | None = None) -> BlockingConnection:
+    # A password only crosses TLS: proton offers PLAIN on a plain-text connection only with allow_insecure_mechs.
     kwargs: dict[str, Any] = {
         "timeout": timeout,
         "container_id": f"continuity-{role}-{uuid.uuid4().hex[:8]}",
-        "allow_insecure_mechs": True,
+        "allow_insecure_mechs": False,
     }
     if ca_path and url.startswith("amqps:"):
         domain = SSLDomain(SSLDomain.MODE_CLIENT)
@@ -232,6 +235,12 @@ def _connect(url: str, user: str | None, password: str | None, *, timeout: float
         return BlockingConnection(url, **kwargs)
     except (ProtonException, OSError) as exc:
         raise AmqpError(f"cannot connect to {_safe_url(url)} as {user!r}: {exc}") from exc
+
+
+def connect(url: str, user: str | None, password: str | None, *, timeout: float = 30.0,
+            ca_path: str | None = None) -> BlockingConnection:
+    """A connection opened as this module's own clients open theirs, for a caller that needs links of its own."""
+    return _connect(url, user, password, timeout=timeout, ca_path=ca_path)
 
 
 def _close_quietly(conn: BlockingConnection | None, timeout: float = 2.0) -> None:
@@ -375,7 +384,7 @@ def send(url: str, user: str | None, password: str | None, address: str,
          bodies_or_count: int | Sequence[Any],
          properties: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None,
          durable: bool = True, id_prefix: str | None = None, *,
-         anycast: bool = True, timeout: float = 30.0, window: int = 200) -> list[str]:
+         anycast: bool = True, timeout: float = 30.0, window: int = 200, ca_path: str | None = None) -> list[str]:
     """Send messages to ``address`` and return the ids the broker accepted.
 
     ``bodies_or_count`` is either a sequence of bodies (str, bytes, dict,
@@ -416,7 +425,7 @@ def send(url: str, user: str | None, password: str | None, address: str,
         else:
             outcome[msg_id] = _describe_rejection(delivery)
 
-    conn = _connect(url, user, password, timeout=timeout, role="send")
+    conn = _connect(url, user, password, timeout=timeout, role="send", ca_path=ca_path)
     deadline = time.monotonic() + timeout
     failure: str | None = None
     try:
@@ -485,7 +494,7 @@ def _open_receiver(conn: BlockingConnection, url: str, queue: str,
 
 def browse(url: str, user: str | None, password: str | None, queue: str,
            timeout: float = 30.0, idle: float = 3.0, *, anycast: bool = True,
-           batch: int = 500) -> list[ReceivedMessage]:
+           batch: int = 500, ca_path: str | None = None) -> list[ReceivedMessage]:
     """Return every message currently in ``queue`` without consuming any.
 
     Opens a receiver with distribution-mode ``copy`` (an Artemis queue
@@ -512,7 +521,7 @@ def browse(url: str, user: str | None, password: str | None, queue: str,
         delivery.update(Delivery.ACCEPTED)
         delivery.settle()
 
-    conn = _connect(url, user, password, timeout=timeout, role="browse")
+    conn = _connect(url, user, password, timeout=timeout, role="browse", ca_path=ca_path)
     deadline = time.monotonic() + timeout
     try:
         options: list = [Copy()]
@@ -544,7 +553,7 @@ def browse(url: str, user: str | None, password: str | None, queue: str,
 
 
 def receive(url: str, user: str | None, password: str | None, queue: str, count: int,
-            timeout: float = 30.0, *, anycast: bool = True) -> list[ReceivedMessage]:
+            timeout: float = 30.0, *, anycast: bool = True, ca_path: str | None = None) -> list[ReceivedMessage]:
     """Consume exactly ``count`` messages from ``queue`` and accept them.
 
     The receiver is given exactly ``count`` credits. Messages are accepted only
@@ -566,7 +575,7 @@ def receive(url: str, user: str | None, password: str | None, queue: str, count:
             return
         received.append((_to_received(msg, delivery), delivery))
 
-    conn = _connect(url, user, password, timeout=timeout, role="receive")
+    conn = _connect(url, user, password, timeout=timeout, role="receive", ca_path=ca_path)
     deadline = time.monotonic() + timeout
     try:
         options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if anycast else None

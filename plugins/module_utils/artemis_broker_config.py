@@ -12,6 +12,7 @@ queue is refused, and a duplicate name of the shared xsd:ID space stops the brok
 from __future__ import annotations
 
 import re
+from xml.sax.saxutils import unescape
 
 # What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
 CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}
@@ -151,3 +152,32 @@ def config_errors(builtin_addresses, addresses, queues, connectors, diverts, bri
                 errors.append('broker_bridges: %r forwards to the connector %r, which broker_connectors does not '
                               'define' % (bridge['name'], name))
     return errors
+
+
+# An acceptor as broker.xml writes it: <acceptor name="...">tcp://host:port?key=value;...</acceptor>.
+ACCEPTOR_ELEMENT = re.compile(r'<acceptor\s+name="([^"]*)"\s*>\s*tcp://[^<?]*:(\d+)(?:\?([^<]*?))?\s*</acceptor>')
+
+
+def _transport(port, parameters):
+    tls = str(parameters.get('sslEnabled', 'false')).lower() == 'true'
+    return '%s %s' % (port, 'over TLS' if tls else 'in plain text')
+
+
+def acceptor_changes(broker_xml, acceptors):
+    """What a new set of ``acceptors`` (name, port, parameters) changes of those a broker.xml text has now: every
+    acceptor removed, or on another port, or switched between plain text and TLS, each as a sentence. Clients of such
+    an acceptor cannot reconnect once the broker restarts."""
+    current = {}
+    for name, port, query in ACCEPTOR_ELEMENT.findall(broker_xml or ''):
+        parameters = dict(part.split('=', 1) for part in unescape(query or '').split(';') if '=' in part)
+        current[unescape(name)] = _transport(int(port), parameters)
+    wanted = dict((acceptor['name'], _transport(int(acceptor['port']), acceptor.get('parameters') or {}))
+                  for acceptor in acceptors)
+    changes = []
+    for name in sorted(current):
+        if name not in wanted:
+            changes.append('acceptor %s (%s) removed' % (name, current[name]))
+        elif wanted[name] != current[name]:
+            changes.append('acceptor %s: %s, then %s' % (name, current[name], wanted[name]))
+    return changes
+

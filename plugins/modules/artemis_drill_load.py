@@ -22,8 +22,8 @@ requirements:
   - python-qpid-proton
 options:
   urls:
-    description: AMQP URLs (C(amqp://host:port) or C(amqps://...)) of the brokers, in failover order; each new
-      connection of a client tries the next one.
+    description: AMQP URLs (C(amqps://host:port); the password is never sent over plain C(amqp://)) of the
+      brokers, in failover order; each new connection of a client tries the next one.
     type: list
     elements: str
     required: true
@@ -81,7 +81,7 @@ author:
 EXAMPLES = r'''
 - name: Start the drill's load
   continuity.artemis.artemis_drill_load:
-    urls: [amqp://dc1-broker:5672, amqp://dc2-broker:5672]
+    urls: [amqps://dc1-broker:5671, amqps://dc2-broker:5671]
     datacentres: [dc1, dc2]
     user: drill
     password: "{{ drill_password }}"

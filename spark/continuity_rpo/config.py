@@ -8,7 +8,7 @@ it from the inventory). Passwords come from files readable only by the service u
       - {source: dc1, name: dc2_all, target: dc2} #   and the datacentre it leads to (the estate model's)
     brokers:                                      # metrics_url: where broker metrics are on (optional)
       - {name: dc1-node1, datacentre: dc1, management_url: "http://10.0.1.11:8161/console/jolokia",
-         amqp_url: "amqp://10.0.1.11:5672", metrics_url: "https://10.0.1.11:9404/metrics"}
+         amqp_url: "amqps://10.0.1.11:5671", metrics_url: "https://10.0.1.11:9404/metrics"}
     staging_delays:                               # the groups active at every datacentre (the estate model's)
       - {group: shared, delay_ms: 20000, prefix: shared.}
     management: {user: monitor, password_file: /etc/continuity-rpo/management.password, validate_certs: true,

@@ -220,10 +220,11 @@ def _lag(estate: Estate, address: str, delay: int, rate: int, seconds: int, warm
     dc1, for every message sent after the warm-up. The WAN delay is one way (Toxiproxy)."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     testbed("wan", "--delay-ms", str(delay))
-    consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, address)
+    consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, address, ca_path=dc2.ca_cert)
     with consumer:
         consumer.wait_connected()
-        with amqp.Producer([dc1.amqp_url], dc1.user, dc1.password, address, rate=rate, body_size=1024) as producer:
+        with amqp.Producer([dc1.amqp_url], dc1.user, dc1.password, address, rate=rate, body_size=1024,
+                           ca_path=dc1.ca_cert) as producer:
             producer.wait_connected()
             time.sleep(warmup + seconds)
         sent = {r.id: r.sent_at for r in producer.ledger() if r.outcome == "accepted"}
@@ -332,12 +333,13 @@ def swapover_time(run: Run, queued: tuple[int, ...] = (0, 10_000, 100_000)) -> d
         queue = f"repl.swap.{count}.{uuid.uuid4().hex[:6]}"
         src, dst = estate.dc(source), estate.dc(target)
         with amqp.Producer([src.amqp_url], src.user, src.password, queue, rate=None, body_size=1024,
-                           max_messages=count + 1) as producer:
+                           max_messages=count + 1, ca_path=src.ca_cert) as producer:
             amqp.wait_for(lambda: len(producer.accepted_ids()), lambda n: n == count + 1, timeout=1800,
                           description=f"{count + 1} messages queued at {source}")
         amqp.wait_for(lambda: dst.management().message_count(queue, queue), lambda n: n == count + 1,
                       timeout=1800, description=f"{count + 1} messages replicated to {target}")
-        consumer = amqp.Consumer([dst.amqp_url], dst.user, dst.password, queue, reconnect_delay=0.1)
+        consumer = amqp.Consumer([dst.amqp_url], dst.user, dst.password, queue, reconnect_delay=0.1,
+                                 ca_path=dst.ca_cert)
         with consumer:
             since = datetime.datetime.now(datetime.timezone.utc).isoformat()
             started = time.monotonic()
@@ -394,8 +396,9 @@ def failover_loss(run: Run, rates: tuple[int, ...] = (100, 500, 1000), delays_ms
             name = f"failover-{rate}-{delay}ms"
             queue = f"repl.{name}.{uuid.uuid4().hex[:6]}"
             with tempfile.TemporaryDirectory() as work:
-                producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=rate)
-                consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, queue)
+                producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=rate,
+                                         ca_path=dc1.ca_cert)
+                consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, queue, ca_path=dc2.ca_cert)
                 measurement = Measurement(estate, os.path.join(work, "telemetry"), routes=[
                     {key: route[key] for key in ("address", "source", "targets")}])
                 with producer, measurement:

@@ -48,8 +48,8 @@ def _measure(estate):
     figures = {"management_admin": _milliseconds(admin.status),
                "management_monitor": _milliseconds(monitor.status),
                "amqp_connect_and_send": _milliseconds(lambda: amqp.send(dc1.amqp_url, dc1.user, dc1.password,
-                                                                        queue, 1))}
-    amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, REQUESTS)
+                                                                        queue, 1, ca_path=dc1.ca_cert))}
+    amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, REQUESTS, ca_path=dc1.ca_cert)
     return figures
 
 

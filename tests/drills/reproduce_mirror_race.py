@@ -28,7 +28,7 @@ def send_to_new_queues(node, prefix):
     BURST to the first BURST_QUEUES)."""
     queues = [f"{prefix}.{index:03d}" for index in range(QUEUES)]
     return dict((queue, amqp.send(node.amqp_url, node.user, node.password, queue,
-                                  BURST if index < BURST_QUEUES else 1, id_prefix=queue))
+                                  BURST if index < BURST_QUEUES else 1, id_prefix=queue, ca_path=node.ca_cert))
                 for index, queue in enumerate(queues))
 
 

@@ -117,7 +117,8 @@ def _listener(node, address, work):
     """A subscription to ``address`` at ``node`` (as the administrator) in a process of its own."""
     out = work / f"notices-{node.name}.jsonl"
     return out, _start(f"notices-{node.name}", [sys.executable, "-m", "support.amqp_listener", "--url", node.amqp_url,
-                                                "--user", node.admin_user, "--address", address, "--multicast",
+                                                "--ca", node.ca_cert, "--user", node.admin_user, "--address", address,
+                                                "--multicast",
                                                 *[f"--property={name}" for name in NOTICE_PROPERTIES],
                                                 "--out", str(out)],
                        work, node.admin_password, ready="connected")
@@ -207,9 +208,9 @@ def _under_load(estate, group, prefix, staging_delay_s, work, rate=RATE):
                               for name in names), timeout=60, description="the collector's first sample")
     notices, listeners = zip(*(_listener(node, artemis_estate.notice_address(group), work) for node in nodes))
     consumers = [amqp.Consumer(node.amqp_url, node.user, node.password, queue, name=f"consumer-{node.name}",
-                               record_properties=(SOURCE_ID,)) for node in nodes]
+                               record_properties=(SOURCE_ID,), ca_path=node.ca_cert) for node in nodes]
     producers = [amqp.Producer(node.amqp_url, node.user, node.password, queue, rate=rate,
-                               id_prefix=f"{queue}-{node.name}") for node in nodes]
+                               id_prefix=f"{queue}-{node.name}", ca_path=node.ca_cert) for node in nodes]
     for worker in consumers + producers:
         worker.start()
     for worker in consumers + producers:

@@ -60,7 +60,7 @@ def _kill_under_load(estate, producing, killed, targets, label):
     address = f"relay.ha.{uuid.uuid4().hex[:8]}"
     live = producing[0] if producing[0].name != killed.name else producing[1]
     producer = amqp.Producer([node.amqp_url for node in producing], live.user, live.password, address, rate=RATE,
-                             id_prefix=address, reconnect_delay=0.2)
+                             id_prefix=address, reconnect_delay=0.2, ca_path=live.ca_cert)
     producer.start()
     producer.wait_connected()
     for pair in targets:
@@ -86,10 +86,11 @@ def _kill_under_load(estate, producing, killed, targets, label):
     started = time.monotonic()
     for node in receiving:
         try:
-            held = amqp.wait_for(lambda: amqp.browse(node.amqp_url, node.user, node.password, address),
+            held = amqp.wait_for(lambda: amqp.browse(node.amqp_url, node.user, node.password, address,
+                                                     ca_path=node.ca_cert),
                                  lambda messages: accepted <= {m.id for m in messages}, timeout=180)
         except AssertionError:
-            held = amqp.browse(node.amqp_url, node.user, node.password, address)
+            held = amqp.browse(node.amqp_url, node.user, node.password, address, ca_path=node.ca_cert)
             missing = sorted(accepted - {m.id for m in held})
             bridges = {source.name: _bridges(source) for source in producing if source.name != killed.name}
             raise AssertionError(f"{label}: {len(missing)} accepted message(s) missing at {node.name}, e.g. "

@@ -69,8 +69,10 @@ def _active(node):
 def _why_missing(queue, producer, accepted, backup, target, connection):
     """What a test that lost messages should say: which ids, when the producer had them accepted (connection 1 is
     the primary, later ones the backup), whether the source's surviving broker holds them, and the mirror's state."""
-    on_target = {m.id for m in amqp.browse(target.amqp_url, target.user, target.password, queue)}
-    on_backup = {m.id for m in amqp.browse(backup.amqp_url, backup.user, backup.password, queue)}
+    on_target = {m.id for m in amqp.browse(target.amqp_url, target.user, target.password, queue,
+                                           ca_path=target.ca_cert)}
+    on_backup = {m.id for m in amqp.browse(backup.amqp_url, backup.user, backup.password, queue,
+                                           ca_path=backup.ca_cert)}
     records = {record.id: record for record in producer.ledger()}
     missing = sorted(accepted - on_target)
     return (f"{len(missing)} accepted message(s) missing on {target.name}: "
@@ -115,7 +117,8 @@ def _kill_the_primary_under_load(estate, live, dc, prefix, groups):
     # A queue created at runtime: in an HA pair its first message can reach a target before the queue does (an
     # Artemis defect, docs/upstream/mirror-create-queue-race.md). The target keeps it, and artemis_reconcile puts it
     # in its queue.
-    first = amqp.send(primary.amqp_url, primary.user, primary.password, queue, 1, id_prefix=f"{queue}-first")
+    first = amqp.send(primary.amqp_url, primary.user, primary.password, queue, 1, id_prefix=f"{queue}-first",
+                      ca_path=primary.ca_cert)
     for other, target in targets.items():
         amqp.wait_for(target.queue_names, lambda names: queue in names, timeout=60,
                       description=f"{queue} created at {other}")
@@ -124,8 +127,10 @@ def _kill_the_primary_under_load(estate, live, dc, prefix, groups):
         reconciled, output = run_module("artemis_reconcile", dict(estate.management_args(), datacentre=other))
         assert not reconciled.get("failed"), output[-3000:]
         _figure(figures, f"first_message_kept_and_reconciled_at_{other}", len(reconciled["reconciled"]))
-        assert set(first) <= {m.id for m in amqp.browse(target.amqp_url, target.user, target.password, queue)}
-    producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE)
+        assert set(first) <= {m.id for m in amqp.browse(target.amqp_url, target.user, target.password, queue,
+                                                        ca_path=target.ca_cert)}
+    producer = amqp.Producer([primary.amqp_url, backup.amqp_url], primary.user, primary.password, queue, rate=RATE,
+                             ca_path=primary.ca_cert)
     producer.start()
     producer.wait_connected()
     time.sleep(3)
@@ -149,7 +154,8 @@ def _kill_the_primary_under_load(estate, live, dc, prefix, groups):
 
     for other, target in targets.items():
         try:
-            on_target = amqp.wait_for(lambda: amqp.browse(target.amqp_url, target.user, target.password, queue),
+            on_target = amqp.wait_for(lambda: amqp.browse(target.amqp_url, target.user, target.password, queue,
+                                                          ca_path=target.ca_cert),
                                       lambda messages: accepted <= {m.id for m in messages}, timeout=180)
         except AssertionError:
             raise AssertionError(_why_missing(queue, producer, accepted, backup, target, f"{other}_{group}")) from None

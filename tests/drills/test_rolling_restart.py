@@ -102,8 +102,10 @@ def _drill_at_priority(name, estate, inventory, change):
         # The failover list of the owner's pair, as the group's clients would have it.
         urls = [node.amqp_url for node in estate.nodes if node.dc == owner]
         queue = queue.format(id=drill_id)
-        workers[group] = (amqp.Producer(urls, user, password, queue, rate=RATE, reconnect_delay=0.2),
-                          amqp.Consumer(urls, user, password, queue, prefetch=PREFETCH, reconnect_delay=0.2))
+        ca_path = estate.nodes[0].ca_cert
+        workers[group] = (amqp.Producer(urls, user, password, queue, rate=RATE, reconnect_delay=0.2, ca_path=ca_path),
+                          amqp.Consumer(urls, user, password, queue, prefetch=PREFETCH, reconnect_delay=0.2,
+                                        ca_path=ca_path))
 
     with Availability(estate.nodes, interval=0.5) as seen:
         for producer, consumer in workers.values():

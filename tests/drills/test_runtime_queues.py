@@ -51,7 +51,7 @@ def _kept(estate, datacentre):
 
 
 def _ids_at(node, queue):
-    return [message.id for message in amqp.browse(node.amqp_url, node.user, node.password, queue)]
+    return [message.id for message in amqp.browse(node.amqp_url, node.user, node.password, queue, ca_path=node.ca_cert)]
 
 
 def _swapover(inventory, reconcile, drain_timeout=300):
@@ -104,7 +104,7 @@ def _drill(layout, estate, inventory, measurement, tmp_path):
     for index, queue in enumerate(sorted(sent)):
         if index % CONSUMED_EVERY == 0:
             consumed[queue] = [m.id for m in amqp.receive(source.amqp_url, source.user, source.password, queue,
-                                                          len(sent[queue]))]
+                                                          len(sent[queue]), ca_path=source.ca_cert)]
     expected = dict((queue, set(ids) - set(consumed.get(queue, []))) for queue, ids in sent.items())
     figures["sent"] = sum(len(ids) for ids in sent.values())
     figures["consumed_at_source"] = sum(len(ids) for ids in consumed.values())

@@ -110,7 +110,7 @@ def _unsupported_version(hosts, all_vars):
 
 
 def _port_clash(hosts, all_vars):
-    all_vars["broker_management_port"] = 5672  # the AMQP acceptor's
+    all_vars["broker_management_port"] = 5671  # the amqps acceptor's
 
 
 def _port_not_a_number(hosts, all_vars):
@@ -146,6 +146,22 @@ def _export_of_a_mirrored_address(hosts, all_vars):
 def _bridge_engine_without_tls(hosts, all_vars):
     all_vars["replication_tls"] = False
     all_vars["replication_password"] = "long-enough-for-a-test"
+
+
+def _mirrors_without_tls_and_no_plain_text_acceptor(hosts, all_vars):
+    all_vars["replication_tls"] = False
+    all_vars["replication_password"] = "long-enough-for-a-test"
+    all_vars["replication_address_groups"] = [{"name": "all"}]  # no bridged group, which needs TLS
+    all_vars["replication_external_brokers"] = []
+
+
+def _removed_client_tls_switch(hosts, all_vars):
+    all_vars["broker_client_tls"] = True
+
+
+def _plain_text_passwords_over_tls(hosts, all_vars):
+    all_vars["broker_acceptors"] = [{"name": "artemis", "port": 61616, "protocols": ["CORE", "AMQP"],
+                                     "plain_text_passwords": True}]
 
 
 def _two_catch_all_groups(hosts, all_vars):
@@ -260,7 +276,7 @@ CASES = {
     "unknown layout": (_unknown_layout, ["replication_layout", "active_active"]),
     "address group owned by an unknown datacentre": (_group_owned_by_unknown_dc, ["replication_address_groups"]),
     "unsupported Artemis version": (_unsupported_version, ["broker_version", "2.30.0"]),
-    "management port clashes with an acceptor": (_port_clash, ["broker_management_port", "5672"]),
+    "management port clashes with an acceptor": (_port_clash, ["broker_management_port", "5671"]),
     "port that is not a number": (_port_not_a_number, ["broker_management_port"]),
     "address groups not a list": (_groups_not_a_list, ["replication_address_groups"]),
     "two groups with one name": (_duplicate_group, ["replication_address_groups", "unique names"]),
@@ -268,6 +284,11 @@ CASES = {
     "address prefix in two groups": (_prefix_in_two_groups, ["replication_address_groups", "orders."]),
     "two catch-all groups": (_two_catch_all_groups, ["replication_address_groups", "catch-all"]),
     "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
+    "mirrors without TLS and no acceptor for their password": (
+        _mirrors_without_tls_and_no_plain_text_acceptor, ["replication_port 5672", "plain_text_passwords: true"]),
+    "the removed client TLS switch": (_removed_client_tls_switch, ["broker_client_tls", "no longer exist"]),
+    "plain-text passwords on a TLS acceptor": (
+        _plain_text_passwords_over_tls, ["broker_acceptors", "['artemis']", "plain_text_passwords"]),
     "export of a mirrored address": (
         _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "address group inflow"]),
     "unknown replication mode": (_unknown_mode, ["mode", "everything"]),

@@ -46,12 +46,16 @@ def test_messages_produced_at_a_datacentre_arrive_once_at_every_other_and_never_
                         "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
                        timeout=120, cwd=REPO_ROOT)
 
-    produced = {"dc1": amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 100, id_prefix=f"{address}-dc1"),
-                "dc2": amqp.send(dc2.amqp_url, dc2.user, dc2.password, address, 40, id_prefix=f"{address}-dc2")}
-    events = amqp.send(dc1.amqp_url, dc1.user, dc1.password, topic, 10, id_prefix=f"{topic}-dc1", anycast=False)
+    produced = {"dc1": amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 100, id_prefix=f"{address}-dc1",
+                                 ca_path=dc1.ca_cert),
+                "dc2": amqp.send(dc2.amqp_url, dc2.user, dc2.password, address, 40, id_prefix=f"{address}-dc2",
+                                 ca_path=dc2.ca_cert)}
+    events = amqp.send(dc1.amqp_url, dc1.user, dc1.password, topic, 10, id_prefix=f"{topic}-dc1", anycast=False,
+                       ca_path=dc1.ca_cert)
     # Large messages (above Artemis's 100 KiB threshold) travel in pieces; their first piece is redirected.
     large = f"relay.large.{uuid.uuid4().hex[:6]}"
-    big = amqp.send(dc1.amqp_url, dc1.user, dc1.password, large, ["L" * 300_000] * 2, id_prefix=f"{large}-dc1")
+    big = amqp.send(dc1.amqp_url, dc1.user, dc1.password, large, ["L" * 300_000] * 2, id_prefix=f"{large}-dc1",
+                    ca_path=dc1.ca_cert)
     assert (len(produced["dc1"]), len(produced["dc2"]), len(events), len(big)) == (100, 40, 10, 2)
 
     for node in nodes:
@@ -84,16 +88,17 @@ def test_messages_produced_at_a_datacentre_arrive_once_at_every_other_and_never_
     # datacentre that produced them.
     everything = sorted(produced["dc1"] + produced["dc2"])
     for node in nodes:
-        received = amqp.receive(node.amqp_url, node.user, node.password, address, 140, timeout=60)
+        received = amqp.receive(node.amqp_url, node.user, node.password, address, 140, timeout=60, ca_path=node.ca_cert)
         assert sorted(message.id for message in received) == everything, node.name
         origins = {message.id: message.properties.get(ORIGIN_PROPERTY) for message in received}
         for producer, ids in produced.items():
             assert {origins[message_id] for message_id in ids} == {None if producer == node.dc else producer}, \
                 (node.name, producer)
         audit = amqp.receive(node.amqp_url, node.user, node.password, f"{topic}::{subscription}", 10, timeout=60,
-                             anycast=False)
+                             anycast=False, ca_path=node.ca_cert)
         assert sorted(message.id for message in audit) == sorted(events), node.name
-        received_large = amqp.receive(node.amqp_url, node.user, node.password, large, 2, timeout=60)
+        received_large = amqp.receive(node.amqp_url, node.user, node.password, large, 2, timeout=60,
+                                      ca_path=node.ca_cert)
         assert sorted(message.id for message in received_large) == sorted(big), node.name
         assert all(len(message.body) == 300_000 for message in received_large), node.name
 
@@ -103,7 +108,8 @@ def test_a_30_s_partition_under_load_then_heal_loses_nothing_and_duplicates_noth
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     address = f"relay.part.{uuid.uuid4().hex[:8]}"
     outbound = f"continuity.out.relay.{dc2.dc}"
-    producer = amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, address, rate=RATE, id_prefix=address)
+    producer = amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, address, rate=RATE, id_prefix=address,
+                             ca_path=dc1.ca_cert)
     producer.start()
     time.sleep(2)
     estate.testbed("partition", dc1.dc, dc2.dc)
@@ -128,7 +134,8 @@ def test_a_30_s_partition_under_load_then_heal_loses_nothing_and_duplicates_noth
     amqp.wait_for(lambda: dc1.link(outbound)["backlog"], lambda count: count == 0, timeout=60)
     # Every datacentre (a third one was not partitioned) holds each accepted message once.
     for node in [estate.dc(name) for name in sorted({node.dc for node in estate.nodes})]:
-        received = amqp.receive(node.amqp_url, node.user, node.password, address, len(accepted), timeout=120)
+        received = amqp.receive(node.amqp_url, node.user, node.password, address, len(accepted), timeout=120,
+                                ca_path=node.ca_cert)
         assert sorted(message.id for message in received) == sorted(accepted), node.name
         assert _cli_count(node, address) == 0, f"{node.name} holds more than was accepted"
     estate.record_timing("bridge_partition_hung_link_dropped_s", dropped_after)
@@ -153,10 +160,10 @@ def test_the_periodic_reconciliation_removes_at_the_passive_datacentre_the_copie
     dc1 accepted until playbooks/reconcile.yml removes the copies of what dc1 consumed, while dc1 stays active."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"books.periodic.{uuid.uuid4().hex[:8]}"
-    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 100, id_prefix=queue)
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 100, id_prefix=queue, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 100, timeout=60,
                   description=f"100 copies of {queue} at dc2")
-    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 60, timeout=60)
+    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 60, timeout=60, ca_path=dc1.ca_cert)
     assert len(consumed) == 60 and {message.id for message in consumed} <= set(sent)
 
     reconciled = run_playbook("playbooks/reconcile.yml")
@@ -166,14 +173,14 @@ def test_the_periodic_reconciliation_removes_at_the_passive_datacentre_the_copie
     assert _identities(dc2, queue) == held_at_dc1
 
     # What dc1 still holds stays, new copies arrive and stay, and a second run removes nothing more.
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 10, id_prefix=f"{queue}-more")
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 10, id_prefix=f"{queue}-more", ca_path=dc1.ca_cert)
     again = run_playbook("playbooks/reconcile.yml")
     assert again.rc == 0, again.output[-6000:]
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 50, timeout=60,
                   description=f"50 copies of {queue} at dc2")
     assert _identities(dc2, queue) == _identities(dc1, queue)
     # The ledger at dc1 (still active) delivers exactly the 50 it did not consume.
-    rest = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=60)
+    rest = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=60, ca_path=dc1.ca_cert)
     assert len({message.id for message in rest}) == 50 and not {message.id for message in rest} & {
         message.id for message in consumed}
 
@@ -189,9 +196,10 @@ def test_a_failover_of_a_full_state_bridge_group_delivers_again_only_what_was_co
     estate = dc1_active_at_the_end
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"books.fo.{uuid.uuid4().hex[:8]}"
-    producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=500, id_prefix=queue)
-    at_dc1 = amqp.Consumer([dc1.amqp_url], dc1.user, dc1.password, queue)
-    at_dc2 = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue)
+    producer = amqp.Producer([dc1.amqp_url, dc2.amqp_url], dc1.user, dc1.password, queue, rate=500, id_prefix=queue,
+                             ca_path=dc1.ca_cert)
+    at_dc1 = amqp.Consumer([dc1.amqp_url], dc1.user, dc1.password, queue, ca_path=dc1.ca_cert)
+    at_dc2 = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue, ca_path=dc2.ca_cert)
     figures = {"rate": 500}
     with producer, at_dc1:
         producer.wait_connected()

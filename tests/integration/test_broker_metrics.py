@@ -51,7 +51,7 @@ def _metrics_on(estate):
 def test_every_broker_serves_its_figures_to_the_monitoring_role_only(estate):
     dc1 = estate.dc("dc1")
     queue = f"metrics.{uuid.uuid4().hex[:8]}"
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 5)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 5, ca_path=dc1.ca_cert)
     settings = estate.inventory_vars()
     datacentres = sorted({node.dc for node in estate.nodes})
     connections = mirror_connections(settings["replication_address_groups"], datacentres, "dc1")

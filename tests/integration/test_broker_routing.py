@@ -46,9 +46,12 @@ def outside_broker(tmp_path_factory):
     """A plain Artemis broker where the inventory's external broker `outside` is: `artemis create` with a user (the
     test bed's generated password) and its defaults, on one port (core, AMQP and the rest, no TLS)."""
     external, port, password = _outside_broker_settings()
-    with plain_broker(tmp_path_factory.mktemp("outside"), CONTROLLER, port, external["user"], password):
+    directory = tmp_path_factory.mktemp("outside")
+    # The test reads what arrived over AMQP with TLS (its client sends a password over TLS only).
+    with plain_broker(directory, CONTROLLER, port, external["user"], password, amqps_port=port + 1):
         yield {"name": external["name"], "host": CONTROLLER, "port": port, "user": external["user"],
-               "password": password, "url": f"tcp://{CONTROLLER}:{port}", "amqp_url": f"amqp://{CONTROLLER}:{port}"}
+               "password": password, "url": f"tcp://{CONTROLLER}:{port}",
+               "amqp_url": f"amqps://{CONTROLLER}:{port + 1}", "ca_cert": str(directory / "ca.pem")}
 
 
 def _create_queue_outside(outside_broker, address):
@@ -92,7 +95,7 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     configured = estate.exec(dc1.name, "cat", "/var/opt/artemis/dc1-node1/etc/broker.xml")
     assert outside_broker["password"] not in configured, "the bridge's password is in broker.xml in clear"
 
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 20)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 20, ca_path=dc1.ca_cert)
     outside = (outside_broker["url"], outside_broker["user"], outside_broker["password"])
     amqp.wait_for(lambda: cli_message_count(*outside, address), lambda count: count == 20, timeout=60,
                   description=f"20 messages of {address} at the outside broker")
@@ -108,7 +111,7 @@ def test_a_divert_and_a_bridge_carry_an_address_to_a_broker_outside_the_estate(c
     amqp.wait_for(dc1.queue_names, lambda names: added in names, timeout=60, description=f"{added} declared")
     amqp.wait_for(lambda: dc1.management().read(broker_mbean(dc1.name), "DivertNames"),
                   lambda names: "copy-to-outside" not in names, timeout=30, description="the divert removed")
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 5)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 5, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc1.message_count(address), lambda count: count == 25, timeout=30,
                   description=f"25 messages on {address} at dc1")
     assert dc1.message_count(outbound) == 0
@@ -125,7 +128,8 @@ def test_every_datacentre_exports_what_it_took_of_a_bridged_address_to_a_broker_
     nodes = [estate.dc(name) for name in datacentres]
     run = uuid.uuid4().hex[:8]
     produced = dict((node.dc, amqp.send(node.amqp_url, node.user, node.password, address, 30,
-                                        id_prefix=f"{address}-{run}-{node.dc}")) for node in nodes)
+                                        id_prefix=f"{address}-{run}-{node.dc}",
+                                        ca_path=node.ca_cert)) for node in nodes)
     everything = sorted(message_id for ids in produced.values() for message_id in ids)
     outside = (outside_broker["url"], outside_broker["user"], outside_broker["password"])
     amqp.wait_for(lambda: cli_message_count(*outside, address), lambda count: count >= len(everything), timeout=120,
@@ -139,11 +143,12 @@ def test_every_datacentre_exports_what_it_took_of_a_bridged_address_to_a_broker_
     time.sleep(10)
     assert cli_message_count(*outside, address) == len(everything)
     received = amqp.receive(outside_broker["amqp_url"], outside_broker["user"], outside_broker["password"], address,
-                            len(everything), timeout=60)
+                            len(everything), timeout=60, ca_path=outside_broker["ca_cert"])
     assert sorted(message.id for message in received) == everything
     origins = dict((message.id, message.properties.get(ORIGIN_PROPERTY)) for message in received)
     assert all(origins[message_id] == datacentre for datacentre, ids in produced.items() for message_id in ids)
     # Inside the estate the group carried them as ever: every datacentre holds each once.
     for node in nodes:
-        held = amqp.receive(node.amqp_url, node.user, node.password, address, len(everything), timeout=60)
+        held = amqp.receive(node.amqp_url, node.user, node.password, address, len(everything), timeout=60,
+                            ca_path=node.ca_cert)
         assert sorted(message.id for message in held) == everything, node.name

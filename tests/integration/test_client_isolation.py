@@ -12,7 +12,6 @@ import time
 import uuid
 
 import pytest
-from proton.utils import BlockingConnection
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
@@ -54,19 +53,20 @@ def test_an_application_user_can_neither_consume_browse_nor_send_on_an_internal_
     assert "$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all" in queues and "continuity.in.relay" in queues, queues
     # The control: the same credentials and clients work on an application queue.
     ordinary = f"isolation.{uuid.uuid4().hex[:8]}"
-    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, ordinary, 2)) == 2
+    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, ordinary, 2, ca_path=dc1.ca_cert)) == 2
     assert "Consumed: 1 messages" in _cli(dc1, "consumer", f"queue://{ordinary}", "--message-count", "1",
                                           "--receive-timeout", "5000")
-    assert len(amqp.receive(dc1.amqp_url, dc1.user, dc1.password, ordinary, 1)) == 1
+    assert len(amqp.receive(dc1.amqp_url, dc1.user, dc1.password, ordinary, 1, ca_path=dc1.ca_cert)) == 1
 
     for queue in queues:
         with pytest.raises(amqp.AmqpError):
-            amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=5)
+            amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=5, ca_path=dc1.ca_cert)
         with pytest.raises(amqp.AmqpError):
-            amqp.browse(dc1.amqp_url, dc1.user, dc1.password, queue, timeout=5)
+            amqp.browse(dc1.amqp_url, dc1.user, dc1.password, queue, timeout=5, ca_path=dc1.ca_cert)
     for address in queues + anycast + multicast:
         with pytest.raises(amqp.AmqpError):
-            amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 1, timeout=5, anycast=address not in multicast)
+            amqp.send(dc1.amqp_url, dc1.user, dc1.password, address, 1, timeout=5, anycast=address not in multicast,
+                      ca_path=dc1.ca_cert)
 
     attempts = [("consumer", f"queue://{queue}", "--receive-timeout", "2000") for queue in queues]
     attempts += [("browser", f"queue://{queue}") for queue in queues]
@@ -97,8 +97,7 @@ def test_a_forged_original_address_sent_to_an_inbound_address_goes_nowhere(estat
 def _mirror_link(node, user, password, address):
     """Why the broker closed an AMQP sender link to ``address`` (it closes every link there: this one lacks the
     mirror's desired capability, which python-qpid-proton cannot declare on a link)."""
-    connection = BlockingConnection(node.amqp_url, timeout=10, user=user, password=password, allowed_mechs="PLAIN",
-                                    allow_insecure_mechs=True)
+    connection = amqp.connect(node.amqp_url, user, password, timeout=10, ca_path=node.ca_cert)
     try:
         connection.create_sender(address)
         return "attached"
@@ -127,7 +126,8 @@ def rogue_broker(estate, tmp_path):
     """A second Artemis broker on the controller, with a mirror connection to dc1 that logs in as the application
     user. Its name is not one of the estate's (those addresses were the replication role's alone before as well)."""
     dc1 = estate.dc("dc1")
-    mirror = (f'<broker-connections><amqp-connection uri="tcp://{dc1.address}:5672" name="evil" user="{dc1.user}" '
+    mirror = (f'<broker-connections><amqp-connection uri="tcp://{dc1.address}:5671?sslEnabled=true;'
+              f'trustStoreType=PEMCA;trustStorePath={dc1.ca_cert};verifyHost=true" name="evil" user="{dc1.user}" '
               f'password="{dc1.password}" retry-interval="1000"><mirror queue-removal="true" queue-creation="true"/>'
               f'</amqp-connection></broker-connections>')
     with plain_broker(tmp_path, "127.0.0.1", 61698, "rogue", "rogue", core_addition=mirror) as log:
@@ -139,7 +139,7 @@ def test_a_broker_mirroring_with_application_credentials_cannot_delete_a_queue(e
     admitted, the removal of a queue of the same name on its side would remove dc1's queue, with its messages."""
     dc1 = estate.dc("dc1")
     victim = f"victim.{uuid.uuid4().hex[:8]}"
-    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, victim, 5)) == 5
+    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, victim, 5, ca_path=dc1.ca_cert)) == 5
     rogue = ["--url", rogue_broker["url"], "--user", "rogue", "--password", "rogue"]
     for command in (["queue", "create", "--name", victim, "--address", victim, "--anycast", "--durable",
                      "--auto-create-address", "--silent"], ["queue", "delete", "--name", victim]):
@@ -158,10 +158,10 @@ def test_a_partition_leaves_the_store_and_forward_queue_to_the_mirror(estate):
     estate.testbed("partition", "dc1", "dc2")
     try:
         before = dc1.message_count(snf)
-        assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50)) == 50
+        assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50, ca_path=dc1.ca_cert)) == 50
         amqp.wait_for(lambda: dc1.message_count(snf), lambda count: count >= before + 50, timeout=30)
         with pytest.raises(amqp.AmqpError):
-            amqp.receive(dc1.amqp_url, dc1.user, dc1.password, snf, 50, timeout=5)
+            amqp.receive(dc1.amqp_url, dc1.user, dc1.password, snf, 50, timeout=5, ca_path=dc1.ca_cert)
         assert REFUSED in _cli(dc1, "consumer", f"queue://{snf}", "--message-count", "50", "--receive-timeout", "2000")
         assert dc1.message_count(snf) >= before + 50
     finally:
@@ -169,7 +169,7 @@ def test_a_partition_leaves_the_store_and_forward_queue_to_the_mirror(estate):
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 50, timeout=120,
                   description=f"the 50 messages of {queue} at dc2")
     # Consumed at dc1, they leave dc2 as well: the estate is as the next test expects it.
-    assert len(amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50)) == 50
+    assert len(amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, ca_path=dc1.ca_cert)) == 50
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60)
 
 
@@ -184,8 +184,8 @@ def test_the_properties_only_the_estate_stamps_are_removed_from_what_a_client_se
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"relay.headers.{uuid.uuid4().hex[:8]}"
     forged = {ORIGIN_PROPERTY: "dc2", SOURCE_ID_PROPERTY: 7}
-    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 20)) == 20
-    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 20, properties=forged)) == 20
+    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 20, ca_path=dc1.ca_cert)) == 20
+    assert len(amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 20, properties=forged, ca_path=dc1.ca_cert)) == 20
     output = _cli(dc1, "producer", f"queue://{queue}", "--message-count", "20", "--properties",
                   f'[{{"type":"string","key":"{ORIGIN_PROPERTY}","value":"dc2"}},'
                   f'{{"type":"long","key":"{SOURCE_ID_PROPERTY}","value":"7"}}]')
@@ -209,17 +209,19 @@ def test_forged_identities_change_nothing_across_a_swapover_of_a_full_state_brid
     estate = dc1_active_at_the_end
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"books.forged.{uuid.uuid4().hex[:8]}"
-    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=f"{queue}-plain")
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=f"{queue}-plain", ca_path=dc1.ca_cert)
     sent += amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=f"{queue}-origin",
-                      properties={ORIGIN_PROPERTY: "dc2"})
+                      properties={ORIGIN_PROPERTY: "dc2"}, ca_path=dc1.ca_cert)
     sent += amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=f"{queue}-id",
-                      properties=lambda seq: {SOURCE_ID_PROPERTY: seq + 1})
+                      properties=lambda seq: {SOURCE_ID_PROPERTY: seq + 1}, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 90, timeout=60,
                   description=f"90 copies of {queue} at dc2")
-    consumed = {message.id for message in amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 45)}
+    consumed = {message.id for message in amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 45,
+                                                       ca_path=dc1.ca_cert)}
     result = run_playbook("playbooks/swapover.yml", extra_args=["-e", json.dumps(
         {"swapover_source": "dc1", "swapover_target": "dc2", "swapover_groups": ["books"]})])
     assert result.rc == 0, result.output[-6000:]
-    held = [message.id for message in amqp.receive(dc2.amqp_url, dc2.user, dc2.password, queue, 45, timeout=60)]
+    held = [message.id for message in amqp.receive(dc2.amqp_url, dc2.user, dc2.password, queue, 45, timeout=60,
+                                                   ca_path=dc2.ca_cert)]
     assert sorted(held) == sorted(set(sent) - consumed), "lost or duplicated across the swapover"
     assert dc2.message_count(queue) == 0, "more copies at dc2 than dc1 held"

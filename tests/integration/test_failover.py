@@ -61,9 +61,9 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"failover.{uuid.uuid4().hex[:8]}"
     failover_list = [dc1.amqp_url, dc2.amqp_url]
-    producer = amqp.Producer(failover_list, dc1.user, dc1.password, queue, rate=RATE)
+    producer = amqp.Producer(failover_list, dc1.user, dc1.password, queue, rate=RATE, ca_path=dc1.ca_cert)
     # The consumers run at dc2 once it is active: what dc1 held unconsumed is what a failover can lose.
-    consumer = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue)
+    consumer = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue, ca_path=dc2.ca_cert)
     measurement = Measurement(estate, str(tmp_path / "telemetry"),
                               routes=[{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}])
     background = ThreadPoolExecutor(max_workers=1)

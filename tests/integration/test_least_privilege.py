@@ -15,7 +15,7 @@ PROBE = "continuity.probe"  # the catch-all group's probe address (the estate mo
 def test_the_monitoring_user_reads_every_count_no_message_and_changes_no_application_queue(estate):
     dc1 = estate.dc("dc1")
     queue = f"lp.{uuid.uuid4().hex[:8]}"
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 3)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 3, ca_path=dc1.ca_cert)
     monitor = dc1.management(dc1.monitor_user, dc1.monitor_password)
 
     assert monitor.status()["live"]
@@ -39,7 +39,7 @@ def test_the_monitoring_user_reads_every_count_no_message_and_changes_no_applica
         assert dc1.message_count(queue) == 3, what
     # Nor may it send to an application address.
     with pytest.raises(amqp.AmqpError):
-        amqp.send(dc1.amqp_url, dc1.monitor_user, dc1.monitor_password, queue, 1)
+        amqp.send(dc1.amqp_url, dc1.monitor_user, dc1.monitor_password, queue, 1, ca_path=dc1.ca_cert)
     # The administrator may.
     assert dc1.management().remove_messages(queue, queue, "") == 3
 
@@ -47,7 +47,7 @@ def test_the_monitoring_user_reads_every_count_no_message_and_changes_no_applica
 def test_the_monitoring_user_sends_and_removes_only_its_probes(estate):
     dc1 = estate.dc("dc1")
     monitor = dc1.management(dc1.monitor_user, dc1.monitor_password)
-    sent = amqp.send(dc1.amqp_url, dc1.monitor_user, dc1.monitor_password, PROBE, 2)
+    sent = amqp.send(dc1.amqp_url, dc1.monitor_user, dc1.monitor_password, PROBE, 2, ca_path=dc1.ca_cert)
     assert len(sent) == 2
     assert len(monitor.list_messages(PROBE, PROBE)) >= 2
     assert monitor.remove_messages(PROBE, PROBE, "") >= 2

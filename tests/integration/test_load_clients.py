@@ -31,7 +31,7 @@ def _held(node, queue: str, count: int) -> list[dict]:
 
 
 def _browse_until(node, queue, condition, timeout=30):
-    return amqp.wait_for(lambda: amqp.browse(node.amqp_url, node.user, node.password, queue),
+    return amqp.wait_for(lambda: amqp.browse(node.amqp_url, node.user, node.password, queue, ca_path=node.ca_cert),
                          condition, timeout=timeout, interval=0.3)
 
 
@@ -41,12 +41,13 @@ def test_sent_messages_are_browsable_at_the_source_and_mirrored_to_the_target(es
     n = 200
     ids = amqp.send(source.amqp_url, source.user, source.password, queue, n,
                     properties=lambda seq: {"origin": "dc1", "parity": seq % 2, "weight": 1.5},
-                    id_prefix=f"{queue}-m")
+                    id_prefix=f"{queue}-m", ca_path=source.ca_cert)
     assert len(ids) == len(set(ids)) == n
 
-    on_source = amqp.browse(source.amqp_url, source.user, source.password, queue)
+    on_source = amqp.browse(source.amqp_url, source.user, source.password, queue, ca_path=source.ca_cert)
     assert [m.id for m in on_source] == ids  # in order, each once
-    assert len(amqp.browse(source.amqp_url, source.user, source.password, queue)) == n, "browsing must not consume"
+    assert len(amqp.browse(source.amqp_url, source.user, source.password, queue,
+                           ca_path=source.ca_cert)) == n, "browsing must not consume"
     for seq, message in enumerate(on_source):
         assert message.body == message.id
         assert message.properties == {"origin": "dc1", "parity": seq % 2, "weight": 1.5, "seq": seq}
@@ -63,8 +64,8 @@ def test_bodies_given_explicitly_are_sent_as_given(estate):
     queue = _queue("bodies")
     bodies = ["text", b"\x00\x01binary", {"k": "v", "n": 3}]
     ids = amqp.send(source.amqp_url, source.user, source.password, queue, bodies, properties={"p": "q"},
-                    durable=False)
-    got = amqp.browse(source.amqp_url, source.user, source.password, queue)
+                    durable=False, ca_path=source.ca_cert)
+    got = amqp.browse(source.amqp_url, source.user, source.password, queue, ca_path=source.ca_cert)
     assert [m.id for m in got] == ids
     assert [m.body for m in got] == bodies
     assert all(not m.durable and m.properties["p"] == "q" for m in got)
@@ -74,12 +75,14 @@ def test_consuming_at_the_source_removes_the_same_messages_at_the_target(estate)
     source, target = estate.dc("dc1"), estate.dc("dc2")
     queue = _queue("acks")
     n, m = 200, 50
-    ids = amqp.send(source.amqp_url, source.user, source.password, queue, n, properties={"kind": "ack-test"})
+    ids = amqp.send(source.amqp_url, source.user, source.password, queue, n, properties={"kind": "ack-test"},
+                    ca_path=source.ca_cert)
     _held(target, queue, n)
 
-    consumed = amqp.receive(source.amqp_url, source.user, source.password, queue, m, timeout=20)
+    consumed = amqp.receive(source.amqp_url, source.user, source.password, queue, m, timeout=20, ca_path=source.ca_cert)
     assert [c.id for c in consumed] == ids[:m]  # exactly m, oldest first
-    assert [x.id for x in amqp.browse(source.amqp_url, source.user, source.password, queue)] == ids[m:]
+    assert [x.id for x in amqp.browse(source.amqp_url, source.user, source.password, queue,
+                                      ca_path=source.ca_cert)] == ids[m:]
     assert sorted(copy["seq"] for copy in _held(target, queue, n - m)) == list(range(m, n))
 
 
@@ -87,28 +90,30 @@ def test_consuming_at_the_source_removes_the_same_messages_at_the_target(estate)
 def test_receive_without_enough_messages_fails_and_consumes_nothing(estate):
     source = estate.dc("dc1")
     queue = _queue("short")
-    ids = amqp.send(source.amqp_url, source.user, source.password, queue, 3)
+    ids = amqp.send(source.amqp_url, source.user, source.password, queue, 3, ca_path=source.ca_cert)
     with pytest.raises(amqp.ReceiveError) as info:
-        amqp.receive(source.amqp_url, source.user, source.password, queue, 5, timeout=1.5)
+        amqp.receive(source.amqp_url, source.user, source.password, queue, 5, timeout=1.5, ca_path=source.ca_cert)
     assert "3/5" in str(info.value)
     assert sorted(m.id for m in info.value.received) == sorted(ids)
-    assert sorted(m.id for m in amqp.browse(source.amqp_url, source.user, source.password, queue)) == sorted(ids)
+    assert sorted(m.id for m in amqp.browse(source.amqp_url, source.user, source.password, queue,
+                                            ca_path=source.ca_cert)) == sorted(ids)
 
 
 def test_a_refused_send_and_a_refused_login_raise_clear_errors(estate):
     target = estate.dc("dc2")
     # The passive site refuses its clients' sends (fenced): the refusal reaches the caller with its reason.
     with pytest.raises(amqp.AmqpError, match="(?i)AMQ229032|not authorized|AMQ229213"):
-        amqp.send(target.amqp_url, target.user, target.password, _queue("forbidden"), 1, timeout=10)
+        amqp.send(target.amqp_url, target.user, target.password, _queue("forbidden"), 1, timeout=10,
+                  ca_path=target.ca_cert)
     with pytest.raises(amqp.AmqpError, match="cannot connect"):
-        amqp.send(target.amqp_url, target.user, "wrong-password", _queue("x"), 1, timeout=10)
+        amqp.send(target.amqp_url, target.user, "wrong-password", _queue("x"), 1, timeout=10, ca_path=target.ca_cert)
 
 
 def test_producer_ledger_is_exact_and_everything_accepted_is_on_both_sites(estate):
     source, target = estate.dc("dc1"), estate.dc("dc2")
     queue = _queue("producer")
     producer = amqp.Producer(source.amqp_url, source.user, source.password, queue, rate=500,
-                             properties={"run": "clients"})
+                             properties={"run": "clients"}, ca_path=source.ca_cert)
     producer.start()
     producer.wait_connected(10)
     time.sleep(3)
@@ -137,10 +142,11 @@ def test_producer_ledger_is_exact_and_everything_accepted_is_on_both_sites(estat
 def test_consumer_takes_exactly_what_the_producer_got_accepted(estate):
     source = estate.dc("dc1")
     queue = _queue("consumer")
-    consumer = amqp.Consumer(source.amqp_url, source.user, source.password, queue, prefetch=50)
+    consumer = amqp.Consumer(source.amqp_url, source.user, source.password, queue, prefetch=50, ca_path=source.ca_cert)
     consumer.start()
     consumer.wait_connected(10)
-    with amqp.Producer(source.amqp_url, source.user, source.password, queue, rate=400) as producer:
+    with amqp.Producer(source.amqp_url, source.user, source.password, queue, rate=400,
+                       ca_path=source.ca_cert) as producer:
         producer.wait_connected(10)
         time.sleep(1.5)
     accepted = producer.accepted_ids()
@@ -158,7 +164,7 @@ def test_producer_survives_a_broker_crash_and_its_ledger_stays_honest(estate):
     source = estate.dc("dc1")
     queue = _queue("crash")
     producer = amqp.Producer(source.amqp_url, source.user, source.password, queue, rate=300, reconnect_delay=0.2,
-                             connect_timeout=2)
+                             connect_timeout=2, ca_path=source.ca_cert)
     producer.start()
     try:
         producer.wait_connected(10)
@@ -178,7 +184,8 @@ def test_producer_survives_a_broker_crash_and_its_ledger_stays_honest(estate):
     assert stats["pending"] == 0 and stats["connections"] >= 2, stats
     assert [kind for _when, kind, _detail in producer.events].count("connected") >= 2
 
-    stored = collections.Counter(m.id for m in amqp.browse(source.amqp_url, source.user, source.password, queue))
+    stored = collections.Counter(m.id for m in amqp.browse(source.amqp_url, source.user, source.password, queue,
+                                                           ca_path=source.ca_cert))
     accepted, uncertain = set(producer.accepted_ids()), set(producer.uncertain_ids())
     assert not accepted & uncertain
     assert all(n == 1 for n in stored.values()), "a message is stored twice"

@@ -12,7 +12,7 @@ from support.estate import generated_secrets, run_module
 def test_replication_info_reports_links_backlog_and_queues_per_site(estate):
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"info.{uuid.uuid4().hex[:8]}"
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 40)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 40, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc2.message_count(queue),
                   lambda count: count == 40, timeout=60)
 
@@ -35,7 +35,7 @@ def test_drain_check_fails_with_the_backlog_while_partitioned_and_passes_once_he
     arguments = dict(estate.management_args([dc1, dc2]), source_datacentre=dc1.dc, include_prefixes=["drain."],
                      poll_interval=0.5)
     estate.testbed("partition", dc1.dc, dc2.dc)
-    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 200)
+    amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 200, ca_path=dc1.ca_cert)
 
     result, output = run_module("artemis_drain_check", dict(arguments, timeout=5))
     assert result.get("failed"), output[-3000:]
@@ -106,7 +106,7 @@ def test_a_queue_named_with_wildcards_and_a_quote_is_addressed_exactly(estate):
 def test_remove_queue_refuses_while_a_message_is_left_then_removes_it_from_every_broker(estate):
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     queue = f"remove.{uuid.uuid4().hex[:8]}"
-    [sent] = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1)
+    [sent] = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 1, timeout=60)
     arguments = dict(estate.management_args(), queue=queue)
 
@@ -114,7 +114,8 @@ def test_remove_queue_refuses_while_a_message_is_left_then_removes_it_from_every
     assert refused.get("failed") and refused["holding"] == {dc1.name: 1, dc2.name: 1}, output[-3000:]
     assert queue in dc1.management().queue_names() and queue in dc2.management().queue_names()
 
-    assert [message.id for message in amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1)] == [sent]
+    assert [message.id for message in amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1,
+                                                   ca_path=dc1.ca_cert)] == [sent]
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60)
     removed, output = run_module("artemis_remove_queue", arguments)
     assert removed["changed"] and set(removed["removed"]) <= {dc1.name, dc2.name}, output[-3000:]

@@ -65,7 +65,7 @@ def test_rpo_job_deploys_and_its_numbers_follow_wan_delay_and_partition(estate, 
 
     dc1 = estate.dc("dc1")
     queue = f"rpo.{uuid.uuid4().hex[:8]}"
-    with amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=100):
+    with amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=100, ca_path=dc1.ca_cert):
         time.sleep(PHASE_SECONDS + 30)  # cron starts collector and prober at the next minute
         baseline = time.time()
         estate.testbed("wan", "--delay-ms", str(DELAY_MS))

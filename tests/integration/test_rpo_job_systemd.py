@@ -87,8 +87,8 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
     # Messages of `shared` produced and consumed at dc1 all along: their notices reach dc2 and dc3.
     dc1 = estate.dc("dc1")
     queue = f"shared.rpo.{uuid.uuid4().hex[:8]}"
-    with amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, queue) as consumer, \
-            amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=5) as producer:
+    with amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, queue, ca_path=dc1.ca_cert) as consumer, \
+            amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=5, ca_path=dc1.ca_cert) as producer:
         first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
         assert first.rc == 0, first.output[-6000:]
         second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))

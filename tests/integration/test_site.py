@@ -49,7 +49,7 @@ def _queue(prefix="it"):
 
 
 def _browse(node, queue):
-    return amqp.browse(node.amqp_url, node.user, node.password, queue)
+    return amqp.browse(node.amqp_url, node.user, node.password, queue, ca_path=node.ca_cert)
 
 
 def _count(node, queue):
@@ -61,7 +61,7 @@ def test_persistent_messages_sent_to_dc1_appear_on_every_passive_dc_identically(
     queue = _queue()
     started = time.monotonic()
     ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 2000,
-                    properties={"origin": "dc1", "kind": "replication-test"})
+                    properties={"origin": "dc1", "kind": "replication-test"}, ca_path=dc1.ca_cert)
     sent = time.monotonic()
     for node in passives:
         amqp.wait_for(lambda node=node: _count(node, queue), lambda count: count >= len(ids), timeout=120,
@@ -69,9 +69,9 @@ def test_persistent_messages_sent_to_dc1_appear_on_every_passive_dc_identically(
     estate.record_timing("replication_2000_messages_send_s", sent - started)
     estate.record_timing("replication_2000_messages_on_every_passive_dc_s", time.monotonic() - started)
 
-    originals = {m.id: m for m in amqp.browse(dc1.amqp_url, dc1.user, dc1.password, queue)}
+    originals = {m.id: m for m in amqp.browse(dc1.amqp_url, dc1.user, dc1.password, queue, ca_path=dc1.ca_cert)}
     for node in passives:
-        replicated = amqp.browse(node.amqp_url, node.user, node.password, queue)
+        replicated = amqp.browse(node.amqp_url, node.user, node.password, queue, ca_path=node.ca_cert)
         copies = {m.id: m for m in replicated}
         assert len(replicated) == len(copies) == len(ids), f"a message arrived twice on {node.dc}"
         assert set(copies) == set(ids)
@@ -84,16 +84,17 @@ def test_persistent_messages_sent_to_dc1_appear_on_every_passive_dc_identically(
 def test_consuming_on_dc1_removes_the_same_messages_on_every_passive_dc(estate):
     dc1, passives = estate.dc("dc1"), estate.passive()
     queue = _queue()
-    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 300)
+    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 300, ca_path=dc1.ca_cert)
     for node in passives:
         amqp.wait_for(lambda node=node: _count(node, queue), lambda count: count == len(ids), timeout=60)
 
-    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 120, timeout=60)
+    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 120, timeout=60, ca_path=dc1.ca_cert)
     remaining = set(ids) - {m.id for m in consumed}
     assert len(remaining) == 180
 
     for node in passives:
-        left = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue),
+        left = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue,
+                                                           ca_path=node.ca_cert),
                              lambda messages: len(messages) == len(remaining), timeout=60)
         assert {m.id for m in left} == remaining, node.dc
 
@@ -104,12 +105,13 @@ def test_queue_created_at_runtime_on_dc1_appears_on_every_passive_dc_and_replica
     for node in passives:
         assert queue not in node.queue_names()
 
-    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50)  # auto-created on first send
+    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50, ca_path=dc1.ca_cert)  # auto-created on first send
 
     for node in passives:
         amqp.wait_for(node.queue_names,
                       lambda names: queue in names, timeout=60)
-        copies = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue),
+        copies = amqp.wait_for(lambda node=node: amqp.browse(node.amqp_url, node.user, node.password, queue,
+                                                             ca_path=node.ca_cert),
                                lambda messages: len(messages) >= len(ids), timeout=60)
         assert sorted(m.id for m in copies) == sorted(ids), node.dc
 
@@ -118,17 +120,18 @@ def test_messages_only_group_lets_every_dc_consume_its_own_copy_exactly_once(est
     """The test bed replicates `inflow.` addresses as messages only (estate.yml)."""
     dc1, passives = estate.dc("dc1"), estate.passive()
     queue = _queue("inflow")
-    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 200)
+    ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 200, ca_path=dc1.ca_cert)
     for node in passives:
         amqp.wait_for(lambda node=node: _count(node, queue), lambda count: count == len(ids), timeout=60)
 
-    on_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, len(ids), timeout=60)
+    on_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, len(ids), timeout=60, ca_path=dc1.ca_cert)
     assert sorted(m.id for m in on_dc1) == sorted(ids)
     amqp.wait_for(lambda: dc1.link("dc2_inflow")["backlog"],
                   lambda events: events == 0, timeout=60)
     for node in passives:
         assert _count(node, queue) == len(ids), f"acknowledgements on dc1 removed messages on {node.dc}"
-        on_passive = amqp.receive(node.amqp_url, node.user, node.password, queue, len(ids), timeout=60)
+        on_passive = amqp.receive(node.amqp_url, node.user, node.password, queue, len(ids), timeout=60,
+                                  ca_path=node.ca_cert)
         assert sorted(m.id for m in on_passive) == sorted(ids), node.dc
 
     added_on_dc1 = dc1.management().read(queue_mbean(dc1.name, queue, queue), "MessagesAdded")
@@ -140,10 +143,10 @@ def test_partitioned_active_active_both_owners_converge_to_identical_queues(esta
     owners, and every datacentre ends with the same contents of both queues."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     west, east = _queue("it"), _queue("east")
-    west_ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, west, 200)
-    east_ids = amqp.send(dc2.amqp_url, dc2.user, dc2.password, east, 200)
-    consumed_west = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, west, 50, timeout=60)
-    consumed_east = amqp.receive(dc2.amqp_url, dc2.user, dc2.password, east, 70, timeout=60)
+    west_ids = amqp.send(dc1.amqp_url, dc1.user, dc1.password, west, 200, ca_path=dc1.ca_cert)
+    east_ids = amqp.send(dc2.amqp_url, dc2.user, dc2.password, east, 200, ca_path=dc2.ca_cert)
+    consumed_west = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, west, 50, timeout=60, ca_path=dc1.ca_cert)
+    consumed_east = amqp.receive(dc2.amqp_url, dc2.user, dc2.password, east, 70, timeout=60, ca_path=dc2.ca_cert)
     expected = {west: set(west_ids) - {m.id for m in consumed_west},
                 east: set(east_ids) - {m.id for m in consumed_east}}
 

@@ -49,10 +49,10 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
     def count_on(node):
         return node.message_count(queue)
 
-    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, MESSAGES)
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, MESSAGES, ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: count_on(dc2), lambda count: count == MESSAGES, timeout=60)
 
-    consumer = amqp.Consumer(dc2.amqp_url, dc2.user, dc2.password, queue, reconnect_delay=0.5)
+    consumer = amqp.Consumer(dc2.amqp_url, dc2.user, dc2.password, queue, reconnect_delay=0.5, ca_path=dc2.ca_cert)
     with consumer:
         time.sleep(5)
         assert consumer.received_ids() == []
@@ -60,7 +60,7 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
         assert refusals and all("AMQ229213" in reason or "not authorized" in reason.lower() for reason in refusals), \
             refusals[-3:]
         with pytest.raises(amqp.AmqpError):
-            amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 1)
+            amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 1, ca_path=dc2.ca_cert)
 
         # Staging is in broker.xml, so it survives the broker going down and coming back.
         _restart(estate, dc2)
@@ -76,7 +76,8 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
         assert consumer.received_ids() == []
 
         # Controlled: fence dc1 (check mode first shows what would change, and changes nothing) ...
-        dc1_consumer = amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, f"{queue}.dc1", reconnect_delay=0.5)
+        dc1_consumer = amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, f"{queue}.dc1", reconnect_delay=0.5,
+                                     ca_path=dc1.ca_cert)
         with dc1_consumer:
             dc1_consumer.wait_connected()
             result, output = _site(estate, "dc1", "passive", check_mode=True)
@@ -88,7 +89,7 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
             assert result["closed_connections"][dc1.name] >= 1
             amqp.wait_for(lambda: _refusals(dc1_consumer), timeout=30)
         with pytest.raises(amqp.AmqpError):
-            amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1)
+            amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1, ca_path=dc1.ca_cert)
 
         # ... then activate dc2: the waiting consumer gets every message, once; no restart was needed.
         broker_pid = estate.broker_pids(dc2)
@@ -110,5 +111,5 @@ def test_a_consumer_at_the_passive_site_gets_nothing_until_activation_then_every
 
     # The activation lives in the broker's journal: it survives a restart although broker.xml still stages dc2.
     _restart(estate, dc2)
-    amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 5)
-    assert len(amqp.receive(dc2.amqp_url, dc2.user, dc2.password, queue, 5)) == 5
+    amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 5, ca_path=dc2.ca_cert)
+    assert len(amqp.receive(dc2.amqp_url, dc2.user, dc2.password, queue, 5, ca_path=dc2.ca_cert)) == 5

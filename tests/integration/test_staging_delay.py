@@ -34,22 +34,25 @@ def test_a_message_consumed_at_one_datacentre_is_removed_from_the_other_and_an_u
     kept_before = {node.name: node.message_count(KEPT_ADDRESS) for node in (dc1, dc2)}
 
     # Consumed at dc1 within the delay: the notices remove dc2's copies before they become deliverable.
-    sent_at_dc1 = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50, id_prefix=f"{queue}-dc1")
+    sent_at_dc1 = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 50, id_prefix=f"{queue}-dc1",
+                            ca_path=dc1.ca_cert)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 50, timeout=60,
                   description=f"50 copies of {queue} at dc2")
-    consumed_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=30)
+    consumed_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 50, timeout=30, ca_path=dc1.ca_cert)
     assert sorted(message.id for message in consumed_at_dc1) == sorted(sent_at_dc1)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60,
                   description=f"dc2's copies of {queue} removed by the notices of dc1's acknowledgements")
 
     # Not consumed where it was produced (dc2): its copies at dc1 wait out the delay, then dc1's consumer takes them,
     # and the notices of those acknowledgements remove dc2's originals.
-    sent_at_dc2 = amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 20, id_prefix=f"{queue}-dc2")
+    sent_at_dc2 = amqp.send(dc2.amqp_url, dc2.user, dc2.password, queue, 20, id_prefix=f"{queue}-dc2",
+                            ca_path=dc2.ca_cert)
     amqp.wait_for(lambda: dc1.message_count(queue), lambda count: count == 20, timeout=60,
                   description=f"20 copies of {queue} at dc1")
     with pytest.raises(amqp.ReceiveError):
-        amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=3)
-    delivered_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 20, timeout=STAGING_DELAY_S + 30)
+        amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=3, ca_path=dc1.ca_cert)
+    delivered_at_dc1 = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 20, timeout=STAGING_DELAY_S + 30,
+                                    ca_path=dc1.ca_cert)
     assert sorted(message.id for message in delivered_at_dc1) == sorted(sent_at_dc2)
     amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 0, timeout=60,
                   description=f"dc2's originals of {queue} removed by the notices of dc1's acknowledgements")
@@ -64,11 +67,11 @@ def test_with_three_datacentres_every_other_datacentre_removes_its_copy_and_coun
     dc1, others = estate.dc("dc1"), [estate.dc("dc2"), estate.dc("dc3")]
     queue = f"shared.m.{uuid.uuid4().hex[:8]}"
     before = {node.name: _notice_figures(node, "dc1") for node in others}
-    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=queue)
+    sent = amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 30, id_prefix=queue, ca_path=dc1.ca_cert)
     for node in others:
         amqp.wait_for(lambda: node.message_count(queue), lambda count: count == 30, timeout=60,
                       description=f"30 copies of {queue} at {node.name}")
-    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 30, timeout=30)
+    consumed = amqp.receive(dc1.amqp_url, dc1.user, dc1.password, queue, 30, timeout=30, ca_path=dc1.ca_cert)
     assert sorted(message.id for message in consumed) == sorted(sent)
     for node in others:
         amqp.wait_for(lambda: node.message_count(queue), lambda count: count == 0, timeout=60,

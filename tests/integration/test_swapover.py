@@ -54,8 +54,9 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
     for drill, (source, target) in enumerate([("dc1", "dc2"), ("dc2", "dc1")], start=1):
         queue = f"{prefix}{uuid.uuid4().hex[:8]}"
         failover_list = [urls[source], urls[target]]
-        producer = amqp.Producer(failover_list, user, password, queue, rate=RATE)
-        consumer = amqp.Consumer(failover_list, user, password, queue)
+        ca_path = estate.dc("dc1").ca_cert
+        producer = amqp.Producer(failover_list, user, password, queue, rate=RATE, ca_path=ca_path)
+        consumer = amqp.Consumer(failover_list, user, password, queue, ca_path=ca_path)
         with consumer, producer:
             producer.wait_connected()
             consumer.wait_connected()

@@ -2,10 +2,12 @@
 other datacentres' brokers, by a certificate of the estate's CA (mutual TLS), and the replication user has no login
 anywhere else; the management API is HTTPS only, verified by the modules, with exact CORS origins."""
 
+import asyncio
 import base64
 import json
 import os
 import re
+import socket
 import ssl
 import subprocess
 import threading
@@ -17,12 +19,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
+from proton.utils import BlockingConnection
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, broker_mbean)
 from support import tls
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
-from support.estate import TESTBED_INVENTORY, run_module
+from support.estate import CONTROLLER, TESTBED_INVENTORY, run_module
+from support.plain_broker import plain_broker
 
 WAN_ROUTER = "ctb-wan"  # the test bed's router namespace; br-dc2 is its leg towards dc2
 
@@ -44,7 +48,7 @@ def test_message_bodies_are_not_readable_on_the_wan(estate, tmp_path):
                                 str(capture), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(1)
-        amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, [marker] * 20)
+        amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, [marker] * 20, ca_path=dc1.ca_cert)
         amqp.wait_for(lambda: dc2.message_count(queue), lambda count: count == 20, timeout=60)
         time.sleep(1)
     finally:
@@ -96,11 +100,77 @@ def test_the_mirror_acceptor_admits_only_the_other_datacentres_brokers(estate, t
 def test_the_replication_user_cannot_log_in_on_the_client_acceptors(estate):
     secrets = _secrets()
     for node in (estate.dc("dc1"), estate.dc("dc2")):
-        for url in (node.amqp_url, node.core_url.replace("tcp://", "amqp://")):
+        for url in (node.amqp_url, f"amqps://{node.address}:61616"):
             with pytest.raises(amqp.AmqpError, match="Authentication failed"):
-                amqp.browse(url, "replicator", secrets["replication_password"], "DLQ")
+                amqp.browse(url, "replicator", secrets["replication_password"], "DLQ", ca_path=node.ca_cert)
             # The control: the application user logs in there.
-            assert amqp.browse(url, node.user, node.password, "DLQ") is not None
+            assert amqp.browse(url, node.user, node.password, "DLQ", ca_path=node.ca_cert) is not None
+
+
+def _listening_ports(address, timeout=2.0):
+    """The TCP ports of ``address`` that accept a connection: a connect scan of all of them, as nmap -sT does."""
+    async def probe(port, gate):
+        async with gate:
+            try:
+                _reader, writer = await asyncio.wait_for(asyncio.open_connection(address, port), timeout)
+            except (OSError, asyncio.TimeoutError):
+                return None
+            writer.close()
+            return port
+
+    async def scan():
+        gate = asyncio.Semaphore(512)
+        return [port for port in await asyncio.gather(*(probe(port, gate) for port in range(1, 65536))) if port]
+    return asyncio.run(scan())
+
+
+def _what_it_speaks(address, port, ca_cert, client_certificate):
+    """"ssh", the TLS version it negotiated (verifying its certificate and host name against the estate's CA, and
+    presenting one of the estate's certificates where it asks for one), or "plain text: <why the handshake failed>"."""
+    with socket.create_connection((address, port), timeout=5) as raw:
+        raw.settimeout(2)
+        try:
+            first = raw.recv(8, socket.MSG_PEEK)  # a server that speaks first
+        except (socket.timeout, TimeoutError):
+            first = b""
+        if first.startswith(b"SSH-"):
+            return "ssh"
+        context = ssl.create_default_context(cafile=ca_cert)
+        context.load_cert_chain(*client_certificate)
+        raw.settimeout(10)
+        try:
+            with context.wrap_socket(raw, server_hostname=address) as secured:
+                return secured.version()
+        except (ssl.SSLError, OSError) as error:
+            return f"plain text: {error}"
+
+
+def test_no_broker_host_listens_in_plain_text(estate):
+    """Scanned from the controller's namespace: every port of every broker host of the test bed that takes a
+    connection is TLS with the estate's certificate (or SSH): the clients', the mirrors', management and metrics."""
+    pki = _pki(estate.nodes[0])
+    stem = os.path.join(pki, estate.nodes[0].name)
+    client_certificate = (f"{stem}.pem", f"{stem}.key")
+    for node in estate.nodes:
+        ports = _listening_ports(node.address)
+        spoken = {port: _what_it_speaks(node.address, port, node.ca_cert, client_certificate) for port in ports}
+        assert {5671, 5673, 8161, 61616} <= set(ports), (node.name, spoken)
+        plain = {port: what for port, what in spoken.items() if what != "ssh" and not what.startswith("TLSv1.")}
+        assert not plain, (node.name, plain)
+
+
+def test_the_collections_client_sends_no_password_in_plain_text(tmp_path):
+    """The prober's, the drill's and the tests' AMQP client, against an Artemis that would take a password in plain
+    text: it refuses to send it there, and logs in over TLS."""
+    plain = f"amqp://{CONTROLLER}:61690"
+    with plain_broker(tmp_path, CONTROLLER, 61690, "someone", "secret", amqps_port=61691):
+        # The broker does take it: a client that allows PLAIN without TLS logs in.
+        BlockingConnection(plain, timeout=10, user="someone", password="secret", allowed_mechs="PLAIN",
+                           allow_insecure_mechs=True).close()
+        with pytest.raises(amqp.AmqpError):
+            amqp.send(plain, "someone", "secret", "plain.text", 1, timeout=10)
+        assert len(amqp.send(f"amqps://{CONTROLLER}:61691", "someone", "secret", "over.tls", 1, timeout=30,
+                             ca_path=str(tmp_path / "ca.pem"))) == 1
 
 
 def test_the_management_api_is_https_only_and_the_modules_verify_it(estate, tmp_path):

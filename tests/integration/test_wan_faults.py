@@ -17,7 +17,7 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     queue = "partition." + uuid.uuid4().hex[:12]
     estate.testbed("wan", "--delay-ms", str(delay_ms))
 
-    producer = amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=RATE)
+    producer = amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=RATE, ca_path=dc1.ca_cert)
     producer.start()
     time.sleep(2)
     estate.testbed("partition", "dc1", "dc2")
@@ -38,7 +38,7 @@ def test_messages_produced_during_a_partition_reach_dc2_once_after_heal(estate, 
     assert not producer.uncertain_ids(), "dc1 stayed reachable, so every send must have been settled"
 
     started = time.monotonic()
-    on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue),
+    on_dc2 = amqp.wait_for(lambda: amqp.browse(dc2.amqp_url, dc2.user, dc2.password, queue, ca_path=dc2.ca_cert),
                            lambda messages: len(messages) >= len(accepted), timeout=180)
     estate.record_timing(f"partition_{delay_ms}ms_catch_up_s", time.monotonic() - started)
     estate.record_timing(f"partition_{delay_ms}ms_producer_rate_msg_s", stats["rate"])

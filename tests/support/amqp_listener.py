@@ -2,7 +2,7 @@
 accepts everything from an address until interrupted (SIGINT), then writes one JSON line per delivery, its arrival
 time and the application properties asked for.
 
-    PASSWORD=... python -m support.amqp_listener --url amqp://... --user U --address A [--multicast]
+    PASSWORD=... python -m support.amqp_listener --url amqps://... --ca CA_FILE --user U --address A [--multicast]
                                                  [--property NAME ...] --out FILE
 """
 
@@ -19,6 +19,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import amqp_led
 def main(argv=None) -> int:
     parse = argparse.ArgumentParser(prog="support.amqp_listener")
     parse.add_argument("--url", required=True)
+    parse.add_argument("--ca", required=True, help="the CA file that signed the broker's certificate")
     parse.add_argument("--user", required=True)
     parse.add_argument("--address", required=True)
     parse.add_argument("--multicast", action="store_true", help="a subscription, not the queue of that name")
@@ -29,7 +30,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, lambda *_: interrupted.set())
     consumer = amqp.Consumer(arguments.url, arguments.user, os.environ["PASSWORD"], arguments.address,
                              anycast=not arguments.multicast, record_properties=arguments.property,
-                             name=f"listener-{arguments.address}")
+                             name=f"listener-{arguments.address}", ca_path=arguments.ca)
     consumer.start()
     consumer.wait_connected()
     print("connected", flush=True)

@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.parse
 
-from proton.utils import BlockingConnection
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 
 
 @dataclasses.dataclass
@@ -36,9 +36,8 @@ class BrokerPoller(threading.Thread):
 
     def _accepting(self) -> bool:
         try:
-            connection = BlockingConnection(self.node.amqp_url, timeout=1, user=self.node.user,
-                                            password=self.node.password, allowed_mechs="PLAIN",
-                                            allow_insecure_mechs=True)
+            connection = amqp.connect(self.node.amqp_url, self.node.user, self.node.password, timeout=1,
+                                      ca_path=self.node.ca_cert)
         except Exception:  # noqa: BLE001 - any refusal or timeout means "not accepting clients now"
             return False
         try:

@@ -8,24 +8,37 @@ import pathlib
 import subprocess
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import tls
 from support.estate import artemis_cli
 
 LIVE = "AMQ221007"  # Artemis logs it once the server is active
 
 
 @contextlib.contextmanager
-def plain_broker(directory: pathlib.Path, host: str, port: int, user: str, password: str, core_addition: str = ""):
+def plain_broker(directory: pathlib.Path, host: str, port: int, user: str, password: str, core_addition: str = "",
+                 amqps_port: int | None = None):
     """`artemis create` of the distribution the tests use, with one user and Artemis's defaults on one port (core,
-    AMQP and the rest, no TLS, no web console), ``core_addition`` inserted into broker.xml's <core>; yields the path
-    of its log while it runs, and stops it afterwards."""
+    AMQP and the rest, no TLS, no web console), ``core_addition`` inserted into broker.xml's <core>; with
+    ``amqps_port``, also AMQP over TLS there, with a certificate of a CA of its own (``directory``/ca.pem), for a
+    client that sends a password. Yields the path of its log while it runs, and stops it afterwards."""
     instance = directory / "broker"
     subprocess.run([artemis_cli(), "create", str(instance), "--silent", "--no-autotune", "--host", host,
                     "--default-port", str(port), "--user", user, "--password", password, "--require-login",
                     "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
                     "--no-hornetq-acceptor"], check=True, capture_output=True, text=True, timeout=120)
+    broker_xml = instance / "etc" / "broker.xml"
+    text = broker_xml.read_text()
     if core_addition:
-        broker_xml = instance / "etc" / "broker.xml"
-        broker_xml.write_text(broker_xml.read_text().replace("</core>", core_addition + "</core>", 1))
+        text = text.replace("</core>", core_addition + "</core>", 1)
+    if amqps_port:
+        ca_cert, ca_key = tls.private_ca(directory, "ca")
+        certificate, key = tls.signed_certificate(directory, "broker", host, [host], ca_cert, ca_key)
+        key_store = directory / "broker-key-store.pem"
+        key_store.write_text(pathlib.Path(key).read_text() + pathlib.Path(certificate).read_text())
+        text = text.replace("</acceptors>", f'<acceptor name="amqps">tcp://{host}:{amqps_port}?protocols=AMQP;'
+                                            f'sslEnabled=true;keyStoreType=PEM;keyStorePath={key_store}</acceptor>'
+                                            "</acceptors>", 1)
+    broker_xml.write_text(text)
     log = directory / "broker.log"
     with open(log, "w") as output:
         process = subprocess.Popen([str(instance / "bin" / "artemis"), "run"], stdout=output,

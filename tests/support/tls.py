@@ -48,11 +48,16 @@ def _certificate(subject: str, issuer_name: x509.Name, issuer_key, public_key, *
     return builder.sign(issuer_key, hashes.SHA256())
 
 
+def private_ca(directory: pathlib.Path, stem: str) -> tuple[str, str]:
+    """A CA of its own, nobody in the estate trusts it: (certificate, key) paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    return _write(directory, stem, key, _certificate(f"{stem} CA", _name(f"{stem} CA"), key, key.public_key(),
+                                                     ca=True))
+
+
 def rogue_ca(directory: pathlib.Path) -> tuple[str, str]:
     """A CA nobody in the estate trusts: (certificate, key) paths."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    return _write(directory, "rogue-ca", key, _certificate("rogue CA", _name("rogue CA"), key, key.public_key(),
-                                                           ca=True))
+    return private_ca(directory, "rogue-ca")
 
 
 def signed_certificate(directory: pathlib.Path, stem: str, common_name: str, names: list[str],

@@ -88,3 +88,35 @@ def test_unset_options_take_the_defaults_the_argument_specs_document():
     bridge = config.bridges([{"name": "b", "queue": "q", "connectors": ["c"], "user": "u", "password": "p",
                               "retry_interval": None, "concurrency": 4}])[0]
     assert bridge["retry_interval"] == 2000 and bridge["concurrency"] == 4
+
+
+# broker.xml's acceptors as the role of 0.2 wrote them (plain text), and an estate's mirror acceptor.
+OLD_ACCEPTORS = """
+      <acceptors>
+         <acceptor name="artemis">tcp://0.0.0.0:61616?amqpCredits=1000;protocols=CORE,AMQP,OPENWIRE;useEpoll=true</acceptor>
+         <acceptor name="amqp">tcp://0.0.0.0:5672?protocols=AMQP;useEpoll=true</acceptor>
+         <acceptor name="replication">tcp://0.0.0.0:5673?keyStorePath=/i/etc/tls/broker.pem;needClientAuth=true;protocols=AMQP;securityDomain=certificate;sslEnabled=true</acceptor>
+      </acceptors>"""
+TLS = {"sslEnabled": True, "keyStoreType": "PEM", "keyStorePath": "/i/etc/tls/broker.pem"}
+REPLICATION = {"name": "replication", "port": 5673, "parameters": dict(TLS, needClientAuth=True)}
+
+
+def test_the_acceptors_clients_use_now_are_named_when_they_change():
+    new = [{"name": "artemis", "port": 61616, "parameters": TLS}, {"name": "amqps", "port": 5671, "parameters": TLS},
+           REPLICATION]
+    assert config.acceptor_changes(OLD_ACCEPTORS, new) == [
+        "acceptor amqp (5672 in plain text) removed",
+        "acceptor artemis: 61616 in plain text, then 61616 over TLS"]
+
+
+def test_acceptors_kept_as_they_are_change_nothing():
+    kept = [{"name": "artemis", "port": 61616, "parameters": {"protocols": "CORE", "useEpoll": True}},
+            {"name": "amqp", "port": 5672, "parameters": {}}, REPLICATION,
+            {"name": "amqps", "port": 5671, "parameters": TLS}]  # an acceptor added disturbs no client
+    assert config.acceptor_changes(OLD_ACCEPTORS, kept) == []
+    assert config.acceptor_changes("", kept) == []  # before the first installation
+
+
+def test_a_port_change_is_named():
+    moved = [{"name": "artemis", "port": 61617, "parameters": {}}, {"name": "amqp", "port": 5672}, REPLICATION]
+    assert config.acceptor_changes(OLD_ACCEPTORS, moved) == ["acceptor artemis: 61616 in plain text, then 61617 in plain text"]
