@@ -180,4 +180,3 @@ def acceptor_changes(broker_xml, acceptors):
         elif wanted[name] != current[name]:
             changes.append('acceptor %s: %s, then %s' % (name, current[name], wanted[name]))
     return changes
-

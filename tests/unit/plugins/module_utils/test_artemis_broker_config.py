@@ -95,7 +95,8 @@ OLD_ACCEPTORS = """
       <acceptors>
          <acceptor name="artemis">tcp://0.0.0.0:61616?amqpCredits=1000;protocols=CORE,AMQP,OPENWIRE;useEpoll=true</acceptor>
          <acceptor name="amqp">tcp://0.0.0.0:5672?protocols=AMQP;useEpoll=true</acceptor>
-         <acceptor name="replication">tcp://0.0.0.0:5673?keyStorePath=/i/etc/tls/broker.pem;needClientAuth=true;protocols=AMQP;securityDomain=certificate;sslEnabled=true</acceptor>
+         <acceptor name="replication">tcp://0.0.0.0:5673?keyStorePath=/i/etc/tls/broker.pem;needClientAuth=true;\
+protocols=AMQP;securityDomain=certificate;sslEnabled=true</acceptor>
       </acceptors>"""
 TLS = {"sslEnabled": True, "keyStoreType": "PEM", "keyStorePath": "/i/etc/tls/broker.pem"}
 REPLICATION = {"name": "replication", "port": 5673, "parameters": dict(TLS, needClientAuth=True)}
@@ -119,4 +120,5 @@ def test_acceptors_kept_as_they_are_change_nothing():
 
 def test_a_port_change_is_named():
     moved = [{"name": "artemis", "port": 61617, "parameters": {}}, {"name": "amqp", "port": 5672}, REPLICATION]
-    assert config.acceptor_changes(OLD_ACCEPTORS, moved) == ["acceptor artemis: 61616 in plain text, then 61617 in plain text"]
+    assert config.acceptor_changes(OLD_ACCEPTORS, moved) == [
+        "acceptor artemis: 61616 in plain text, then 61617 in plain text"]
