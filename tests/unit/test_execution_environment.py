@@ -2,6 +2,7 @@
 turns into a build context that installs the collection's own artifact (no container engine here: not built)."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -44,3 +45,10 @@ def test_the_example_definition_builds_a_context_with_the_collection_s_artifact(
     containerfile = (tmp_path / "context" / "Dockerfile").read_text()
     assert "COPY _build/collections/ /build/collections/" in containerfile
     assert 'ANSIBLE_INSTALL_REFS="ansible-core==' in containerfile
+
+
+def test_the_base_image_is_pinned_by_digest():
+    """A tag (latest, or a release tag Red Hat moves) would give a rebuild another base than the one tested."""
+    with open(os.path.join(EXAMPLE, "execution-environment.yml")) as handle:
+        image = yaml.safe_load(handle)["images"]["base_image"]["name"]
+    assert re.fullmatch(r"[^@]+@sha256:[0-9a-f]{64}", image), image
