@@ -164,6 +164,11 @@ def _plain_text_passwords_over_tls(hosts, all_vars):
                                      "plain_text_passwords": True}]
 
 
+def _core_on_a_plain_acceptor_without_passwords(hosts, all_vars):
+    all_vars["broker_acceptors"] = [{"name": "artemis", "port": 61616, "protocols": ["CORE", "AMQP", "OPENWIRE"]},
+                                    {"name": "inside", "port": 61610, "protocols": ["CORE", "AMQP"], "tls": False}]
+
+
 def _two_catch_all_groups(hosts, all_vars):
     all_vars["replication_address_groups"] = [{"name": "a"}, {"name": "b"}]
 
@@ -289,6 +294,8 @@ CASES = {
     "the removed client TLS switch": (_removed_client_tls_switch, ["broker_client_tls", "no longer exist"]),
     "plain-text passwords on a TLS acceptor": (
         _plain_text_passwords_over_tls, ["broker_acceptors", "['artemis']", "plain_text_passwords"]),
+    "CORE on a plain-text acceptor without passwords": (
+        _core_on_a_plain_acceptor_without_passwords, ["broker_acceptors ['inside']", "only AMQP"]),
     "export of a mirrored address": (
         _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "address group inflow"]),
     "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
