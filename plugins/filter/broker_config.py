@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: continuity.artemis contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that give the broker role the rules of module_utils/artemis_broker_config.py (connectors, queues, diverts
-and core bridges)."""
+"""Filters that give the broker role the rules of module_utils/artemis_broker_config.py (acceptors, connectors,
+queues, diverts and core bridges)."""
 
 from __future__ import annotations
 
@@ -34,9 +34,18 @@ def artemis_acceptor_changes(broker_xml, acceptors):
     return artemis_broker_config.acceptor_changes(broker_xml, acceptors)
 
 
+def artemis_client_acceptors(acceptors, tls_parameters, certificate_domain):
+    return artemis_broker_config.client_acceptors(acceptors, tls_parameters, certificate_domain)
+
+
+def artemis_acceptor_errors(acceptors):
+    return artemis_broker_config.acceptor_errors(acceptors)
+
+
 class FilterModule:
     def filters(self):
         return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
                 'artemis_diverts': artemis_diverts, 'artemis_bridges': artemis_bridges,
                 'artemis_broker_config_errors': artemis_broker_config_errors,
-                'artemis_acceptor_changes': artemis_acceptor_changes}
+                'artemis_acceptor_changes': artemis_acceptor_changes,
+                'artemis_client_acceptors': artemis_client_acceptors, 'artemis_acceptor_errors': artemis_acceptor_errors}

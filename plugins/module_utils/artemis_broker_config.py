@@ -180,3 +180,48 @@ def acceptor_changes(broker_xml, acceptors):
         elif wanted[name] != current[name]:
             changes.append('acceptor %s: %s, then %s' % (name, current[name], wanted[name]))
     return changes
+
+
+def _plain_text_without_passwords(acceptor):
+    return acceptor.get('tls', True) is False and not acceptor.get('plain_text_passwords', False)
+
+
+def client_acceptors(acceptors, tls_parameters, certificate_domain):
+    """broker_acceptors as broker.xml writes them: TLS (``tls_parameters``) unless one says ``tls: false``; a
+    plain-text one without ``plain_text_passwords`` offers SASL EXTERNAL alone, in the certificate domain, so no
+    password login exists on it. Parameters an acceptor names itself win."""
+    written = []
+    for acceptor in acceptors:
+        if acceptor.get('tls', True):
+            added = dict(tls_parameters)
+        elif _plain_text_without_passwords(acceptor):
+            added = {'securityDomain': certificate_domain, 'saslMechanisms': 'EXTERNAL'}
+        else:
+            added = {}
+        added.update(acceptor.get('parameters') or {})
+        written.append(dict(acceptor, parameters=added))
+    return written
+
+
+def acceptor_errors(acceptors):
+    """What is unclear or unsafe in broker_acceptors' TLS and password settings, a sentence per rule broken."""
+    errors = []
+    unclear = [acceptor['name'] for acceptor in acceptors
+               if not isinstance(acceptor.get('tls', True), bool)
+               or not isinstance(acceptor.get('plain_text_passwords', False), bool)
+               or (acceptor.get('plain_text_passwords') is True and acceptor.get('tls', True) is not False)]
+    if unclear:
+        errors.append('broker_acceptors %r: tls and plain_text_passwords are true or false, and plain_text_passwords: '
+                      'true only goes with tls: false (an acceptor that takes passwords in plain text says both).'
+                      % unclear)
+    # CORE, OpenWire, STOMP and MQTT carry the password with the login, and Artemis would take it on any acceptor:
+    # its authentication cache is keyed by user and password without the acceptor's security domain (and the cluster
+    # user is checked before any domain). AMQP there is offered SASL EXTERNAL alone.
+    with_logins = [acceptor['name'] for acceptor in acceptors
+                   if _plain_text_without_passwords(acceptor) and list(acceptor.get('protocols') or []) != ['AMQP']]
+    if with_logins:
+        errors.append('broker_acceptors %r are plain text (tls: false) and take no password, so they may speak only '
+                      'AMQP (protocols: [AMQP], whose clients are offered SASL EXTERNAL alone). A CORE, OpenWire, '
+                      'STOMP or MQTT login carries the password in plain text, and Artemis would take one it had seen '
+                      'before on another acceptor. Use TLS, or say plain_text_passwords: true.' % with_logins)
+    return errors

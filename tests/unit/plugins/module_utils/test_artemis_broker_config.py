@@ -122,3 +122,40 @@ def test_a_port_change_is_named():
     moved = [{"name": "artemis", "port": 61617, "parameters": {}}, {"name": "amqp", "port": 5672}, REPLICATION]
     assert config.acceptor_changes(OLD_ACCEPTORS, moved) == [
         "acceptor artemis: 61616 in plain text, then 61617 in plain text"]
+
+
+TLS = {"sslEnabled": True, "keyStorePath": "/etc/tls/broker.pem"}
+
+
+def test_acceptors_are_tls_unless_they_say_otherwise_and_plain_text_takes_no_password_unless_it_says_so():
+    written = config.client_acceptors([
+        {"name": "artemis", "port": 61616, "protocols": ["CORE", "AMQP"]},
+        {"name": "inside", "port": 5672, "protocols": ["AMQP"], "tls": False},
+        {"name": "legacy", "port": 61610, "protocols": ["CORE"], "tls": False, "plain_text_passwords": True},
+        {"name": "own", "port": 5671, "protocols": ["AMQP"], "parameters": {"keyStorePath": "/own.pem"}},
+    ], TLS, "certificate")
+    assert [acceptor["parameters"] for acceptor in written] == [
+        TLS, {"securityDomain": "certificate", "saslMechanisms": "EXTERNAL"}, {},
+        {"sslEnabled": True, "keyStorePath": "/own.pem"}]
+    assert written[0]["protocols"] == ["CORE", "AMQP"]
+
+
+@pytest.mark.parametrize("acceptor, words", [
+    ({"tls": "no"}, ["broker_acceptors ['a']", "true or false"]),
+    ({"plain_text_passwords": True}, ["broker_acceptors ['a']", "only goes with tls: false"]),
+    ({"tls": True, "plain_text_passwords": True}, ["broker_acceptors ['a']", "only goes with tls: false"]),
+    ({"tls": False, "protocols": ["CORE", "AMQP"]}, ["broker_acceptors ['a']", "only AMQP", "seen"]),
+    ({"tls": False, "protocols": ["MQTT"]}, ["broker_acceptors ['a']", "only AMQP"]),
+])
+def test_unclear_or_unsafe_acceptors_are_named(acceptor, words):
+    [error] = config.acceptor_errors([dict({"name": "a", "port": 1, "protocols": ["AMQP"]}, **acceptor)])
+    for word in words:
+        assert word in error, error
+
+
+def test_safe_acceptors_have_no_errors():
+    assert config.acceptor_errors([
+        {"name": "artemis", "port": 61616, "protocols": ["CORE", "AMQP", "OPENWIRE"]},
+        {"name": "inside", "port": 5672, "protocols": ["AMQP"], "tls": False},
+        {"name": "legacy", "port": 61610, "protocols": ["CORE"], "tls": False, "plain_text_passwords": True},
+    ]) == []
