@@ -136,8 +136,12 @@ def _drill_at_priority(name, estate, inventory, change):
                "site_yml_s": round(finished - started, 1), "restarted": result.rolling_restarts(),
                "datacentres": {}, "groups": {}}
     for dc in sorted({node.dc for node in estate.nodes}):
-        gaps = seen.gaps(dc)
+        gaps, live_gaps = seen.gaps(dc), seen.live_gaps(dc)
         figures["datacentres"][dc] = {
+            # No broker live (client port bound): a takeover's or a restart's real gap.
+            "live_gaps_at": [(round(start - started, 1), round(end - start, 2)) for start, end in live_gaps],
+            "longest_live_gap_s": round(max((end - start for start, end in live_gaps), default=0.0), 2),
+            # No broker took an AMQP login within a second: the above, and any moment a loaded broker answered slowly.
             "gaps_s": [round(end - start, 2) for start, end in gaps],
             # (seconds after site.yml started, length): set beside "restarted" to tell a takeover from a failback.
             "gaps_at": [(round(start - started, 1), round(end - start, 2)) for start, end in gaps],

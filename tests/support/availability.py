@@ -1,9 +1,10 @@
 """What clients see of each broker while something happens to the estate: a poller per broker that, every
-``interval`` seconds, opens an AMQP connection (does it accept clients?) and opens a TCP connection to its
-management port (is its process up at all? a backup listens there but accepts no client; a TCP connection is
-accepted by the kernel even when a loaded JVM answers HTTP slowly, so slowness is not mistaken for absence).
-From the samples: per datacentre the stretches when no broker accepted clients, and the moments when no process
-of an HA pair was up."""
+``interval`` seconds, opens an AMQP connection (does it accept clients within a second?), opens a TCP connection to
+its client port (is it live? Artemis binds a broker's acceptors only once it is live, after loading its journal; a
+backup binds none) and one to its management port (is its process up at all? a backup listens there too). A TCP
+connection is accepted by the kernel even when a loaded JVM answers slowly, so slowness is not mistaken for absence.
+From the samples: per datacentre the stretches when no broker was live, when none accepted clients within a
+second, and the moments when no process of an HA pair was up."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import amqp_led
 class Sample:
     at: float
     accepting: bool
+    live: bool
     process_up: bool
 
 
@@ -33,6 +35,8 @@ class BrokerPoller(threading.Thread):
         self._stop_event = threading.Event()
         management = urllib.parse.urlsplit(node.management_url)
         self._management_address = (management.hostname, management.port)
+        client = urllib.parse.urlsplit(node.amqp_url)
+        self._client_address = (client.hostname, client.port)
 
     def _accepting(self) -> bool:
         try:
@@ -46,9 +50,10 @@ class BrokerPoller(threading.Thread):
             pass
         return True
 
-    def _process_up(self) -> bool:
+    @staticmethod
+    def _listening(address) -> bool:
         try:
-            socket.create_connection(self._management_address, timeout=1).close()
+            socket.create_connection(address, timeout=1).close()
             return True
         except OSError:
             return False
@@ -58,7 +63,8 @@ class BrokerPoller(threading.Thread):
             while not self._stop_event.is_set():
                 started = time.monotonic()
                 at = time.time()
-                self.samples.append(Sample(at, self._accepting(), self._process_up()))
+                self.samples.append(Sample(at, self._accepting(), self._listening(self._client_address),
+                                           self._listening(self._management_address)))
                 self._stop_event.wait(max(0.0, self.interval - (time.monotonic() - started)))
         except BaseException as exc:  # noqa: BLE001 - re-raised by stop()
             self.error = exc
@@ -115,8 +121,12 @@ class Availability:
             stretches.append((started, timeline[-1][0]))
         return stretches
 
+    def live_gaps(self, datacentre: str) -> list[tuple[float, float]]:
+        """When no broker of the datacentre was live (none had its client port bound)."""
+        return self._stretches(self._timeline(datacentre, lambda samples: any(s.live for s in samples)))
+
     def gaps(self, datacentre: str) -> list[tuple[float, float]]:
-        """When no broker of the datacentre accepted clients."""
+        """When no broker of the datacentre accepted an AMQP client within a second."""
         return self._stretches(self._timeline(datacentre, lambda samples: any(s.accepting for s in samples)))
 
     def pair_down(self, datacentre: str) -> list[tuple[float, float]]:
