@@ -12,7 +12,9 @@ version_added: 0.1.0
 description:
   - "C(state=passive) fences the datacentre's clients for the selected address groups: application roles may
     neither send nor consume there (mirrors keep delivering, so the replicated copies stay staged), and the client
-    connections still open on its brokers are closed."
+    connections still open on its brokers are closed when the fence changed the broker's roles, or a client still
+    consumes from a queue of those groups. A fence that already holds leaves the clients alone: none of them may
+    act on the fenced groups, and the datacentre's other groups (active there) keep their clients."
   - "C(state=active) opens them again, so the datacentre's clients produce and consume. Replication needs no change:
     every datacentre mirrors to every other one, and events start only where clients may act."
   - The state is applied through the management API as runtime security settings, which Artemis keeps in its
@@ -258,7 +260,7 @@ def address_setting_changes(client, desired_address_settings):
                   if differs(client.address_settings(check_address(match)), settings))
 
 
-def survey(params, desired, client_for=ArtemisManagement.from_params, desired_address_settings=None):
+def survey(params, desired, selected, client_for=ArtemisManagement.from_params, desired_address_settings=None):
     """Look at every broker before changing anything: (the plan for each live broker of this datacentre, where
     else clients may act). Raises ManagementError when a broker of this datacentre does not answer."""
     active_elsewhere, plan = [], []
@@ -280,12 +282,13 @@ def survey(params, desired, client_for=ArtemisManagement.from_params, desired_ad
                 active_elsewhere.append('%s (broker %s: %s)' % (broker['datacentre'], broker['name'],
                                                                 ', '.join(acting)))
             continue
+        changes = sorted(match for match in desired if live[match] != desired[match])
         connections = []
-        if params['state'] == 'passive':
+        if params['state'] == 'passive' and (changes or any(int(queue['consumerCount'])
+                                                            for queue in group_queues(client, params, selected))):
             connections = [c['connectionID'] for c in client.connections()
                            if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
-        plan.append(BrokerPlan(broker, client, live, sorted(match for match in desired
-                                                            if live[match] != desired[match]), connections,
+        plan.append(BrokerPlan(broker, client, live, changes, connections,
                                address_setting_changes(client, desired_address_settings or {})))
     return plan, active_elsewhere
 
@@ -388,7 +391,7 @@ def run_module(module, client_for=ArtemisManagement.from_params):
     params = module.params
     selected, desired, desired_address_settings = checked_inputs(module)
     try:
-        plan, active_elsewhere = survey(params, desired, client_for, desired_address_settings)
+        plan, active_elsewhere = survey(params, desired, selected, client_for, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
     if active_elsewhere and not params['force']:

@@ -70,9 +70,10 @@ class StubBroker:
     """A broker as artemis_site sees it through the management client: its security settings, clients and queues;
     it records what the module changed."""
 
-    def __init__(self, settings, connections=(), live=True, reachable=True):
+    def __init__(self, settings, connections=(), live=True, reachable=True, consumers=0):
         self.settings = {match: dict(permissions) for match, permissions in settings.items()}
         self.open_connections = list(connections)
+        self.consumers = consumers  # on the queue "orders" (group "all")
         self.live, self.reachable = live, reachable
         self.calls = []
         self.runtime_address_settings = {}  # match -> JSON settings, as addAddressSettings took them
@@ -107,7 +108,8 @@ class StubBroker:
         self.calls.append(("close", connection_id))
 
     def queues(self):
-        return [{"name": "orders", "address": "orders", "routingType": "ANYCAST", "deliveringCount": "0"}]
+        return [{"name": "orders", "address": "orders", "routingType": "ANYCAST", "deliveringCount": "0",
+                 "consumerCount": str(self.consumers)}]
 
     def pause_queue(self, queue):
         self.calls.append(("pause", queue["name"]))
@@ -177,6 +179,23 @@ def test_a_fence_withholds_the_group_pauses_its_queues_and_closes_only_client_co
     assert clients_may_act(dc2.settings, "amq") == []
     exited, again = _site("passive", {"dc2-node1": ("dc2", StubBroker(dc2.settings, [MIRROR]))})
     assert exited and not again["changed"] and again["previous_state"] == "passive"
+
+
+def test_a_fence_that_holds_leaves_the_datacentres_clients_connected():
+    """site.yml stages, at every run, each group at the datacentres that do not own it: a datacentre that owns
+    other groups keeps their clients; none of them may act on the fenced groups."""
+    dc2 = StubBroker(_settings("passive"), [CLIENT, MIRROR])
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and not result["changed"] and result["closed_connections"] == {}
+    assert dc2.calls == []
+
+
+def test_a_fence_that_holds_still_closes_a_client_consuming_from_the_group():
+    """A fence cut short after its roles changed: run again, it closes the connections it had not closed."""
+    dc2 = StubBroker(_settings("passive"), [CLIENT, MIRROR], consumers=1)
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and result["changed"] and result["closed_connections"] == {"dc2-node1": 1}
+    assert dc2.calls == [("pause", "orders"), ("close", "c1"), ("resume", "orders")]
 
 
 def test_activation_is_refused_while_another_datacentre_is_active_and_changes_nothing():
