@@ -3,7 +3,8 @@ a change that needs a restart on every broker (and an Artemis upgrade) is applie
 consumers with failover URLs run at each group's owner and a poller watches every broker every 0.5 s. Never both
 brokers of a pair down together, no datacentre without a broker accepting clients for longer than one takeover
 (5 s), the two datacentres never disturbed at the same time; by ledger nothing lost and duplicates within what
-was in flight. The figures go to tests/drills/results/.
+was in flight. The certificate rotation with a CA rollover (playbooks/rotate_certificates.yml, three rolling passes)
+is held to the same. The figures go to tests/drills/results/.
 
     make drills            (or: pytest tests/drills -k rolling)
 """
@@ -13,12 +14,16 @@ import datetime
 import json
 import os
 import subprocess
+import ssl
 import time
+import urllib.parse
 import uuid
 
 import pytest
+from cryptography import x509
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.availability import Availability, overlapping
 from support.estate import REPO_ROOT, Estate, broker_role_default, layout_inventory, run_playbook, set_layout_vars
 
@@ -77,10 +82,11 @@ def _assert_heap(estate, heap):
         assert f"-Xmx{heap} " in command, f"{node.name} does not run with -Xmx{heap}: {command[:300]}"
 
 
-def _drill(name, estate, inventory, change):
-    """Run site.yml with ``change`` under load and a poller; return the figures (also written to results/)."""
+def _drill(name, estate, inventory, change, playbook="site.yml"):
+    """Run ``playbook`` (site.yml) with ``change`` under load and a poller; return the figures (also written to
+    results/)."""
     with _niceness(CONTROLLER_NICE):
-        return _drill_at_priority(name, estate, inventory, change)
+        return _drill_at_priority(name, estate, inventory, change, playbook)
 
 
 @contextlib.contextmanager
@@ -94,7 +100,7 @@ def _niceness(nice):
         os.setpriority(os.PRIO_PROCESS, 0, 0)
 
 
-def _drill_at_priority(name, estate, inventory, change):
+def _drill_at_priority(name, estate, inventory, change, playbook):
     drill_id = uuid.uuid4().hex[:8]
     user, password = estate.nodes[0].user, estate.nodes[0].password
     workers = {}
@@ -116,7 +122,7 @@ def _drill_at_priority(name, estate, inventory, change):
             consumer.wait_connected()
         time.sleep(5)
         started = time.time()
-        result = run_playbook("site.yml", inventory=inventory, extra_args=["-e", json.dumps(change)], timeout=3000)
+        result = run_playbook(playbook, inventory=inventory, extra_args=["-e", json.dumps(change)], timeout=3000)
         finished = time.time()
         assert result.rc == 0, result.output[-8000:]
         time.sleep(5)
@@ -130,10 +136,11 @@ def _drill_at_priority(name, estate, inventory, change):
         for _producer, consumer in workers.values():
             consumer.stop()
 
-    figures = {"drill": name, "change": change, "rate_msg_s_per_group": RATE, "poll_interval_s": seen.interval,
-               "controller_and_load_nice": CONTROLLER_NICE,
+    figures = {"drill": name, "playbook": playbook, "change": change, "rate_msg_s_per_group": RATE,
+               "poll_interval_s": seen.interval, "controller_and_load_nice": CONTROLLER_NICE,
                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
-               "site_yml_s": round(finished - started, 1), "restarted": result.rolling_restarts(),
+               "site_yml_s": round(finished - started, 1),
+               "restarted": [broker for rolling in result.rolling_restart_passes() for broker in rolling],
                "datacentres": {}, "groups": {}}
     for dc in sorted({node.dc for node in estate.nodes}):
         gaps, live_gaps = seen.gaps(dc), seen.live_gaps(dc)
@@ -169,7 +176,7 @@ def _drill_at_priority(name, estate, inventory, change):
     return figures
 
 
-def _assert_safe(figures):
+def _assert_safe(figures, restarts=4):
     for dc, seen in figures["datacentres"].items():
         assert seen["pair_down_s"] == [], f"both brokers of {dc} down together: {seen}"
         assert seen["longest_gap_s"] <= LONGEST_GAP_S, f"{dc} had no broker accepting clients: {seen}"
@@ -178,7 +185,7 @@ def _assert_safe(figures):
         assert ledger["lost"] == 0, f"{group}: {ledger}"
         assert ledger["duplicates"] <= ledger["in_flight_bound"], f"{group}: {ledger}"
         assert ledger["unknown_consumed"] == 0, f"{group}: {ledger}"
-    assert len(figures["restarted"]) == 4, figures["restarted"]
+    assert len(figures["restarted"]) == restarts, figures["restarted"]
 
 
 def test_rolling_restart_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
@@ -212,3 +219,87 @@ def test_upgrade_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     status = subprocess.run(["tests/testbed/testbed", "exec", "dc1-node1", "--", "ls", "/var/opt/artemis/dc1-node1"],
                             cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert "old-config-bkp.0" in status, "artemis upgrade left no backup of the old instance files"
+
+
+def _certificates(pem_text):
+    return x509.load_pem_x509_certificates(pem_text.encode())
+
+
+def _deployed_certificates(estate):
+    """Each broker's own certificate and the CAs it trusts, as its host has them (what it started with: every
+    broker was restarted after the files changed)."""
+    deployed = {}
+    for node in estate.nodes:
+        tls = f"/var/opt/artemis/{node.name}/etc/tls"
+        own = _certificates(estate.exec(node.name, "cat", f"{tls}/broker.pem"))
+        deployed[node.name] = {"certificate": own[0], "trusted": _certificates(estate.exec(node.name, "cat",
+                                                                                          f"{tls}/ca.pem"))}
+    return deployed
+
+
+def _served_certificates(estate):
+    """The certificate each broker that accepts clients serves on its amqps acceptor (a backup serves none)."""
+    served = {}
+    for node in estate.nodes:
+        url = urllib.parse.urlsplit(node.amqp_url)
+        try:
+            served[node.name] = x509.load_pem_x509_certificate(
+                ssl.get_server_certificate((url.hostname, url.port), timeout=10).encode())
+        except OSError:
+            continue
+    return served
+
+
+def _mirror_links(estate):
+    """Every mirror connection of every broker that has them: (broker, link, connected)."""
+    links = []
+    for node in estate.nodes:
+        with contextlib.suppress(Exception):
+            links += [(node.name, link["name"], link["connected"]) for link in broker_report(node.management())["links"]]
+    return links
+
+
+def test_certificates_renewed_and_the_ca_rolled_over_on_a_2x2_estate_under_load(fresh_2x2, tmp_path):
+    """playbooks/rotate_certificates.yml with rotate_certificates_ca: a new CA trusted, signing every broker's new
+    certificate, the old one retired: three rolling passes under load, each as safe as a rolling restart."""
+    inventory = layout_inventory(tmp_path, "shared_nothing", extra=BROKER_HEAP)
+    built = run_playbook("site.yml", inventory=inventory)
+    assert built.rc == 0, built.output[-6000:]
+    ca_file = fresh_2x2.nodes[0].ca_cert
+    with open(ca_file) as handle:
+        (old_ca,) = _certificates(handle.read())
+    before = _deployed_certificates(fresh_2x2)
+
+    figures = _drill("rotate_certificates_2x2", fresh_2x2, inventory, {"rotate_certificates_ca": True},
+                     playbook="playbooks/rotate_certificates.yml")
+
+    with open(ca_file) as handle:
+        (new_ca,) = _certificates(handle.read())
+    after = _deployed_certificates(fresh_2x2)
+    served = _served_certificates(fresh_2x2)
+    amqp.wait_for(lambda: _mirror_links(fresh_2x2), lambda found: found and all(up for _b, _l, up in found),
+                  timeout=120, description="every mirror connected after the rotation")
+    links = _mirror_links(fresh_2x2)
+    figures["ca"] = {"old": old_ca.subject.rfc4514_string(), "new": new_ca.subject.rfc4514_string()}
+    figures["certificates"] = {
+        name: {"serial_before": format(before[name]["certificate"].serial_number, "x"),
+               "serial_after": format(after[name]["certificate"].serial_number, "x"),
+               "issuer_after": after[name]["certificate"].issuer.rfc4514_string(),
+               "not_after": after[name]["certificate"].not_valid_after_utc.isoformat(),
+               "served_serial": format(served[name].serial_number, "x") if name in served else None}
+        for name in sorted(after)}
+    figures["mirrors_at_the_end"] = links
+    with open(os.path.join(RESULTS, _results_name("rotate_certificates_2x2")), "w") as handle:
+        json.dump(figures, handle, indent=2)
+
+    # Three passes (trust, sign, retire), every broker restarted in each.
+    _assert_safe(figures, restarts=3 * len(fresh_2x2.nodes))
+    assert new_ca.public_key() != old_ca.public_key()
+    for name, deployed in after.items():
+        certificate = deployed["certificate"]
+        assert certificate.serial_number != before[name]["certificate"].serial_number, name
+        certificate.verify_directly_issued_by(new_ca)
+        assert [ca.public_key() for ca in deployed["trusted"]] == [new_ca.public_key()], name
+    assert {node.dc for node in fresh_2x2.nodes if node.name in served} == {"dc1", "dc2"}
+    for name, certificate in served.items():
+        assert certificate.serial_number == after[name]["certificate"].serial_number, name

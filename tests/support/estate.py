@@ -60,15 +60,23 @@ class PlaybookResult:
 
     def rolling_restarts(self) -> list[dict]:
         """What playbooks/rolling_restart.yml says it restarted, broker by broker, in order (its summary task's
-        message); [] when nothing needed a restart."""
-        summary = self.output[self.output.rindex("TASK [Summarise what was restarted, in order]"):]
-        block = []
-        for line in summary[summary.index("msg:"):].splitlines():
-            if re.match(r"^(TASK|PLAY|RUNNING HANDLER) \[", line) or line.startswith("PLAY RECAP"):
-                break
-            block.append(line)
-        message = yaml.safe_load("\n".join(block))["msg"]
-        return message if isinstance(message, list) else []
+        message); [] when nothing needed a restart. The last rolling restart of the run."""
+        passes = self.rolling_restart_passes()
+        assert passes, "no rolling restart in this run"
+        return passes[-1]
+
+    def rolling_restart_passes(self) -> list[list[dict]]:
+        """What each rolling restart of the run restarted (a playbook that imports site.yml several times)."""
+        passes = []
+        for summary in self.output.split("TASK [Summarise what was restarted, in order]")[1:]:
+            block = []
+            for line in summary[summary.index("msg:"):].splitlines():
+                if re.match(r"^(TASK|PLAY|RUNNING HANDLER) \[", line) or line.startswith("PLAY RECAP"):
+                    break
+                block.append(line)
+            message = yaml.safe_load("\n".join(block))["msg"]
+            passes.append(message if isinstance(message, list) else [])
+        return passes
 
     def recap(self) -> dict[str, dict[str, int]]:
         """Per host counters of the PLAY RECAP (ok, changed, failed, ...)."""

@@ -67,7 +67,7 @@ def test_a_survey_asks_only_for_declared_inputs_and_every_required_one(name):
             assert question["min"] <= question["default"] <= question["max"], question
         declared = inputs[question["variable"]]["type"]
         survey_gives = {"integer": {"int", "float", "raw"}, "float": {"float", "raw"},
-                        "multiplechoice": {"str", "bool", "raw"}}.get(question["type"], {"str", "raw"})
+                        "multiplechoice": {"str", "bool", "raw"}, "multiselect": {"list", "raw"}}.get(question["type"], {"str", "raw"})
         assert declared in survey_gives, f"{question['variable']}: survey {question['type']}, input {declared}"
 
 
@@ -79,7 +79,7 @@ def test_destructive_operations_need_an_explicit_confirmation():
 
 def test_the_project_playbooks_run_the_collection_s_by_fqcn(tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"))
-    names = ("site", "swapover", "drill", "failover", "failback", "rpo")
+    names = sorted(template["playbook"].removesuffix(".yml") for template in TEMPLATES.values())
     for name in names:
         assert _load(AWX, "project", f"{name}.yml")[0]["ansible.builtin.import_playbook"] == \
             f"continuity.artemis.{name}"

@@ -29,6 +29,9 @@ CASES = {
                                      ["failover_force", "maybe"]),
     "failback without the active site": ("failback", {"failback_site": "london"},
                                          ["missing required arguments: failback_active"]),
+    "rotation step not known": ("rotate_certificates", {"rotate_certificates_ca": True,
+                                                        "rotate_certificates_ca_steps": ["trust", "expire"]},
+                                ["rotate_certificates_ca_steps", "expire"]),
 }
 
 
