@@ -232,8 +232,8 @@ def _deployed_certificates(estate):
     for node in estate.nodes:
         tls = f"/var/opt/artemis/{node.name}/etc/tls"
         own = _certificates(estate.exec(node.name, "cat", f"{tls}/broker.pem"))
-        deployed[node.name] = {"certificate": own[0], "trusted": _certificates(estate.exec(node.name, "cat",
-                                                                                          f"{tls}/ca.pem"))}
+        trusted = _certificates(estate.exec(node.name, "cat", f"{tls}/ca.pem"))
+        deployed[node.name] = {"certificate": own[0], "trusted": trusted}
     return deployed
 
 
