@@ -10,6 +10,7 @@ is held to the same. The figures go to tests/drills/results/.
 """
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
@@ -262,24 +263,28 @@ def _mirror_links(estate):
 def test_certificates_renewed_and_the_ca_rolled_over_on_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     """playbooks/rotate_certificates.yml with rotate_certificates_ca: a new CA trusted, signing every broker's new
     certificate, the old one retired: three rolling passes under load, each as safe as a rolling restart."""
-    inventory = layout_inventory(tmp_path, "shared_nothing", extra=BROKER_HEAP)
+    # A copy of the test bed's PKI that the rotation may change: the bed's own outlives this bed.
+    pki = tmp_path / "pki"
+    shutil.copytree(os.path.dirname(fresh_2x2.nodes[0].ca_cert), pki)
+    estate = Estate([dataclasses.replace(node, ca_cert=str(pki / "ca.pem")) for node in fresh_2x2.nodes])
+    inventory = layout_inventory(tmp_path, "shared_nothing", extra={**BROKER_HEAP, "replication_tls_pki_dir": str(pki)})
     built = run_playbook("site.yml", inventory=inventory)
     assert built.rc == 0, built.output[-6000:]
-    ca_file = fresh_2x2.nodes[0].ca_cert
+    ca_file = estate.nodes[0].ca_cert
     with open(ca_file) as handle:
         (old_ca,) = _certificates(handle.read())
-    before = _deployed_certificates(fresh_2x2)
+    before = _deployed_certificates(estate)
 
-    figures = _drill("rotate_certificates_2x2", fresh_2x2, inventory, {"rotate_certificates_ca": True},
+    figures = _drill("rotate_certificates_2x2", estate, inventory, {"rotate_certificates_ca": True},
                      playbook="playbooks/rotate_certificates.yml")
 
     with open(ca_file) as handle:
         (new_ca,) = _certificates(handle.read())
-    after = _deployed_certificates(fresh_2x2)
-    served = _served_certificates(fresh_2x2)
-    amqp.wait_for(lambda: _mirror_links(fresh_2x2), lambda found: found and all(up for _b, _l, up in found),
+    after = _deployed_certificates(estate)
+    served = _served_certificates(estate)
+    amqp.wait_for(lambda: _mirror_links(estate), lambda found: found and all(up for _b, _l, up in found),
                   timeout=120, description="every mirror connected after the rotation")
-    links = _mirror_links(fresh_2x2)
+    links = _mirror_links(estate)
     figures["ca"] = {"old": old_ca.subject.rfc4514_string(), "new": new_ca.subject.rfc4514_string()}
     figures["certificates"] = {
         name: {"serial_before": format(before[name]["certificate"].serial_number, "x"),
@@ -293,13 +298,13 @@ def test_certificates_renewed_and_the_ca_rolled_over_on_a_2x2_estate_under_load(
         json.dump(figures, handle, indent=2)
 
     # Three passes (trust, sign, retire), every broker restarted in each.
-    _assert_safe(figures, restarts=3 * len(fresh_2x2.nodes))
+    _assert_safe(figures, restarts=3 * len(estate.nodes))
     assert new_ca.public_key() != old_ca.public_key()
     for name, deployed in after.items():
         certificate = deployed["certificate"]
         assert certificate.serial_number != before[name]["certificate"].serial_number, name
         certificate.verify_directly_issued_by(new_ca)
         assert [ca.public_key() for ca in deployed["trusted"]] == [new_ca.public_key()], name
-    assert {node.dc for node in fresh_2x2.nodes if node.name in served} == {"dc1", "dc2"}
+    assert {node.dc for node in estate.nodes if node.name in served} == {"dc1", "dc2"}
     for name, certificate in served.items():
         assert certificate.serial_number == after[name]["certificate"].serial_number, name
