@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import ssl
 import time
