@@ -69,12 +69,21 @@ class PlaybookResult:
         """What each rolling restart of the run restarted (a playbook that imports site.yml several times)."""
         passes = []
         for summary in self.output.split("TASK [Summarise what was restarted, in order]")[1:]:
-            block = []
-            for line in summary[summary.index("msg:"):].splitlines():
-                if re.match(r"^(TASK|PLAY|RUNNING HANDLER) \[", line) or line.startswith("PLAY RECAP"):
+            # This task's own output only: up to the next task or play (a pass that restarted nothing may print no
+            # message at all, and another task's must not be taken for it).
+            task = re.split(r"^(?:TASK|PLAY|RUNNING HANDLER) \[|^PLAY RECAP", summary, maxsplit=1, flags=re.M)[0]
+            found = re.search(r"^([ \t]*)msg:", task, flags=re.M)
+            if not found:
+                passes.append([])
+                continue
+            block = [task[found.start():].splitlines()[0]]
+            for line in task[found.start():].splitlines()[1:]:
+                indent = len(line) - len(line.lstrip())
+                if line.strip() and (indent < len(found.group(1))
+                                     or indent == len(found.group(1)) and not line.lstrip().startswith("- ")):
                     break
                 block.append(line)
-            message = yaml.safe_load("\n".join(block))["msg"]
+            message = yaml.safe_load("\n".join(line[len(found.group(1)):] for line in block))["msg"]
             passes.append(message if isinstance(message, list) else [])
         return passes
 
