@@ -1,9 +1,9 @@
 """Rolling restart and upgrade drills on a 2 x 2 shared_nothing estate under 500 msg/s per active address group:
 a change that needs a restart on every broker (and an Artemis upgrade) is applied by site.yml while producers and
 consumers with failover URLs run at each group's owner and a poller watches every broker every 0.5 s. Never both
-brokers of a pair down together, no datacentre without a live broker (its client port bound) for longer than one takeover
-(5 s), the two datacentres never disturbed at the same time; by ledger nothing lost and duplicates within what
-was in flight. The certificate rotation with a CA rollover (playbooks/rotate_certificates.yml, three rolling passes)
+brokers of a pair down together, no datacentre without a live broker (its client port bound) for longer than one
+takeover (5 s), the two datacentres never disturbed at the same time; by ledger nothing lost and duplicates within
+what was in flight. The certificate rotation with a CA rollover (playbooks/rotate_certificates.yml, three rolling passes)
 is held to the same. The figures go to tests/drills/results/.
 
     make drills            (or: pytest tests/drills -k rolling)
