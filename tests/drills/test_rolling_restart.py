@@ -3,8 +3,8 @@ a change that needs a restart on every broker (and an Artemis upgrade) is applie
 consumers with failover URLs run at each group's owner and a poller watches every broker every 0.5 s. Never both
 brokers of a pair down together, no datacentre without a live broker (its client port bound) for longer than one
 takeover (5 s), the two datacentres never disturbed at the same time; by ledger nothing lost and duplicates within
-what was in flight. The certificate rotation with a CA rollover (playbooks/rotate_certificates.yml, three rolling passes)
-is held to the same. The figures go to tests/drills/results/.
+what was in flight. The certificate rotation with a CA rollover (playbooks/rotate_certificates.yml, three
+rolling passes) is held to the same. The figures go to tests/drills/results/.
 
     make drills            (or: pytest tests/drills -k rolling)
 """
@@ -268,7 +268,8 @@ def _mirror_links(estate):
     links = []
     for node in estate.nodes:
         with contextlib.suppress(Exception):
-            links += [(node.name, link["name"], link["connected"]) for link in broker_report(node.management())["links"]]
+            links += [(node.name, link["name"], link["connected"])
+                      for link in broker_report(node.management())["links"]]
     return links
 
 
