@@ -18,6 +18,11 @@ it from the inventory). Passwords come from files readable only by the service u
       user: app
       password_file: /etc/continuity-rpo/probe.password
       routes: [{address: continuity.probe, source: dc1, targets: [dc2]}]
+    endpoint:                                     # optional: the prober's live figures over HTTPS, to the
+      address: 0.0.0.0                            #   management user above (HTTP Basic)
+      port: 9405
+      certificate: /etc/continuity-rpo/tls/endpoint.pem
+      key: /etc/continuity-rpo/tls/endpoint.key
 """
 
 from __future__ import annotations
@@ -97,6 +102,14 @@ def load_config(path: str) -> dict:
         config["probes"] = {"interval": float(probes.get("interval", 1)), "routes": routes,
                             "user": _require(probes, "user", "probes."), "password": _secret(probes, "probes."),
                             "ca_path": config["management"]["ca_path"]}
+    served = raw.get("endpoint")
+    if served is not None:
+        config["endpoint"] = {"address": _require(served, "address", "endpoint."),
+                              "port": _require(served, "port", "endpoint.", int),
+                              "certificate": _require(served, "certificate", "endpoint."),
+                              "key": _require(served, "key", "endpoint.")}
+        if not 0 < config["endpoint"]["port"] < 65536:
+            raise ConfigError(f"endpoint.port is not a TCP port: {config['endpoint']['port']}")
     return config
 
 

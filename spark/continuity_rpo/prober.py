@@ -9,6 +9,10 @@ live broker is asked, through the management API, which probes its copy of the q
 for the first time gets a "seen" row. Both times come from this process's clock. A probe seen at every target is
 removed at the source, and the mirror removes the copies. Probes expire after ``probes.ttl`` seconds (default 600)
 so a stopped prober leaves nothing behind.
+
+With an ``endpoint`` in the configuration the prober also serves, over HTTPS to the monitoring user, what it knows
+now (``LiveRpo``): the age of the oldest probe not yet visible at each target, rising from the first second of a
+stall, where the job's figures come a run later.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, ManagementError, MBeanNotFound)
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
 from proton import Data, Message, SSLDomain, symbol
 from proton.reactor import SenderOption
 from proton.utils import BlockingConnection
 
+from continuity_rpo import endpoint
 from continuity_rpo.config import command_line
 from continuity_rpo.store import Store
 
@@ -62,7 +69,11 @@ class Route:
         self.targets = list(route["targets"])
         self.brokers = {dc: [b for b in config["brokers"] if b["datacentre"] == dc]
                         for dc in [self.source] + self.targets}
-        self.outstanding: dict[str, set[str]] = {}  # probe id -> targets that have not shown it yet
+        self.outstanding: dict[str, set[str]] = {}  # probe id -> targets that have not shown it yet, in send order
+        self.sent_at: dict[str, float] = {}  # probe id -> when the source accepted it (the outstanding ones)
+        # Per target: when the oldest probe not yet covered there was sent (None: nothing at risk). Replaced whole
+        # after each send and observation, so that the endpoint's thread reads a consistent value without a lock.
+        self.at_risk_since: dict[str, float | None] = dict.fromkeys(self.targets)
         self.connection = None
         self.sender = None
         self.sequence = 0
@@ -111,7 +122,16 @@ class Route:
                   flush=True)
             return None
         self.outstanding[probe_id] = set(self.targets)
+        self.sent_at[probe_id] = sent_at
+        self._note_at_risk()
         return {"probe_id": probe_id, "source_datacentre": self.source, "event": "sent", "time": sent_at}
+
+    def _note_at_risk(self):
+        oldest = {}
+        for probe, targets in self.outstanding.items():  # in send order: the first found per target is the oldest
+            for target in targets:
+                oldest.setdefault(target, self.sent_at[probe])
+        self.at_risk_since = {target: oldest.get(target) for target in self.targets}
 
     def _visible(self, datacentre: str, management: dict) -> set[str] | None:
         """Probe ids the datacentre's live broker holds; None when no broker of it answers."""
@@ -138,15 +158,23 @@ class Route:
                 continue
             visible = self._visible(target, management)
             seen_at = time.time()
-            for probe in waiting if visible else []:
+            newest_visible = max((index for index, probe in enumerate(waiting) if probe in (visible or ())),
+                                 default=None)
+            for index, probe in enumerate(waiting):
+                if newest_visible is None or index > newest_visible:
+                    break
+                # A probe the target shows is seen; an older one it does not show is covered (the mirror delivers
+                # in order: it was there, and is gone, expired or consumed), as the job counts it.
+                self.outstanding[probe].discard(target)
                 if probe in visible:
-                    self.outstanding[probe].discard(target)
                     rows.append({"probe_id": probe, "source_datacentre": self.source, "target_datacentre": target,
                                  "event": "seen", "time": seen_at})
         done = [probe for probe, targets in self.outstanding.items() if not targets]
         if done and self._remove(done, management):
             for probe in done:
                 del self.outstanding[probe]
+                del self.sent_at[probe]
+        self._note_at_risk()
         return rows
 
     def _remove(self, probes: list[str], management: dict) -> bool:
@@ -161,10 +189,50 @@ class Route:
         return False
 
 
+class LiveRpo:
+    """The prober's figures at the moment Prometheus asks, per link (source and target datacentre, the job's labels):
+    the RPO in time by the job's definition, the age of the oldest probe not yet covered at the target (seen there,
+    or a later one seen); 0 when every probe sent was. A target the prober cannot read counts as not showing
+    anything. And when the prober last finished a round, so that a prober that hangs is told from a healthy link."""
+
+    def __init__(self, routes: list[Route]):
+        self.routes = routes
+        self.last_round: float | None = None
+
+    def collect(self):
+        now = time.time()
+        rpo = GaugeMetricFamily(
+            "continuity_artemis_live_rpo_seconds",
+            "Age of the oldest canary probe accepted at the source and not yet visible at the target, now (the "
+            "prober's figure; the job's continuity_artemis_rpo_seconds by the same definition, a run later).",
+            labels=["source_datacentre", "target_datacentre"])
+        worst: dict[tuple[str, str], float] = {}
+        for route in self.routes:
+            for target, since in route.at_risk_since.items():
+                link = (route.source, target)
+                worst[link] = max(worst.get(link, 0.0), 0.0 if since is None else max(0.0, now - since))
+        for link, seconds in sorted(worst.items()):
+            rpo.add_metric(list(link), seconds)
+        yield rpo
+        if self.last_round is not None:
+            round_done = GaugeMetricFamily(
+                "continuity_artemis_prober_last_round_timestamp_seconds",
+                "When the prober last finished sending and looking on every route.")
+            round_done.add_metric([], self.last_round)
+            yield round_done
+
+
 def run(config: dict, duration: float, stop: threading.Event | None = None) -> None:
     probes = config["probes"]
     routes = [Route(route, config) for route in probes["routes"]]
     store = Store(config["telemetry"], "prober", config["segment_seconds"])
+    live = LiveRpo(routes)
+    server = None
+    if config.get("endpoint"):
+        registry = CollectorRegistry()
+        registry.register(live)
+        server = endpoint.serve(registry, config["endpoint"], config["management"]["management_user"],
+                                config["management"]["management_password"])
     deadline = time.monotonic() + duration if duration else None
     try:
         while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
@@ -174,8 +242,12 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
                 rows = [dict(sent, target_datacentre=target) for target in route.targets] if sent else []
                 store.append("probes", rows, time.time())
                 store.append("probes", route.observe(config["management"]), time.time())
+            live.last_round = time.time()
             (stop.wait if stop else time.sleep)(max(0.0, probes["interval"] - (time.monotonic() - started)))
     finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
         store.close()
         for route in routes:
             route._close()

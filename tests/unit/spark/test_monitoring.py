@@ -1,5 +1,5 @@
 """The Prometheus alert rules and the Grafana dashboard shipped with the rpo_job role: valid, alerting when they
-should (promtool's own rule tests), and built only on metrics the job really publishes."""
+should (promtool's own rule tests), and built only on metrics the job and the prober really publish."""
 
 import json
 import os
@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from continuity_rpo import prometheus
+from continuity_rpo.prober import LiveRpo
 from continuity_rpo.results import Results
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
@@ -52,8 +53,11 @@ def _every_kind_of_result():
 
 
 def _published():
-    """Every metric name the job's exporter writes when every kind of result is present."""
-    return {family.name for family in _every_kind_of_result().collect()}
+    """Every metric name the job's exporter writes when every kind of result is present, and the prober's live
+    endpoint serves."""
+    live = LiveRpo([])
+    live.last_round = 1.0
+    return {family.name for family in _every_kind_of_result().collect()} | {family.name for family in live.collect()}
 
 
 def _used(text):
