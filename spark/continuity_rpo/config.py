@@ -23,6 +23,7 @@ it from the inventory). Passwords come from files readable only by the service u
       port: 9405
       certificate: /etc/continuity-rpo/tls/endpoint.pem
       key: /etc/continuity-rpo/tls/endpoint.key
+      sla: /etc/continuity-rpo/sla.yml            #   the objectives file (optional; its defaults otherwise)
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def load_config(path: str) -> dict:
         config["endpoint"] = {"address": _require(served, "address", "endpoint."),
                               "port": _require(served, "port", "endpoint.", int),
                               "certificate": _require(served, "certificate", "endpoint."),
-                              "key": _require(served, "key", "endpoint.")}
+                              "key": _require(served, "key", "endpoint."),
+                              "sla": served.get("sla")}
         if not 0 < config["endpoint"]["port"] < 65536:
             raise ConfigError(f"endpoint.port is not a TCP port: {config['endpoint']['port']}")
     return config

@@ -30,7 +30,7 @@ from proton import Data, Message, SSLDomain, symbol
 from proton.reactor import SenderOption
 from proton.utils import BlockingConnection
 
-from continuity_rpo import endpoint
+from continuity_rpo import endpoint, sla
 from continuity_rpo.config import command_line
 from continuity_rpo.store import Store
 
@@ -193,10 +193,13 @@ class LiveRpo:
     """The prober's figures at the moment Prometheus asks, per link (source and target datacentre, the job's labels):
     the RPO in time by the job's definition, the age of the oldest probe not yet covered at the target (seen there,
     or a later one seen); 0 when every probe sent was. A target the prober cannot read counts as not showing
-    anything. And when the prober last finished a round, so that a prober that hangs is told from a healthy link."""
+    anything. Beside it the link's objective (the job's, from the same objectives file), so that an alert compares
+    the two from one scrape; and when the prober last finished a round, so that a prober that hangs is told from a
+    healthy link."""
 
-    def __init__(self, routes: list[Route]):
+    def __init__(self, routes: list[Route], objective_seconds: float):
         self.routes = routes
+        self.objective_seconds = objective_seconds
         self.last_round: float | None = None
 
     def collect(self):
@@ -211,9 +214,14 @@ class LiveRpo:
             for target, since in route.at_risk_since.items():
                 link = (route.source, target)
                 worst[link] = max(worst.get(link, 0.0), 0.0 if since is None else max(0.0, now - since))
+        objective = GaugeMetricFamily("continuity_artemis_live_rpo_objective_seconds",
+                                      "The link's RPO objective (objectives.rpo_seconds of the objectives file).",
+                                      labels=["source_datacentre", "target_datacentre"])
         for link, seconds in sorted(worst.items()):
             rpo.add_metric(list(link), seconds)
+            objective.add_metric(list(link), self.objective_seconds)
         yield rpo
+        yield objective
         if self.last_round is not None:
             round_done = GaugeMetricFamily(
                 "continuity_artemis_prober_last_round_timestamp_seconds",
@@ -226,7 +234,8 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
     probes = config["probes"]
     routes = [Route(route, config) for route in probes["routes"]]
     store = Store(config["telemetry"], "prober", config["segment_seconds"])
-    live = LiveRpo(routes)
+    live = LiveRpo(routes, sla.load(config["endpoint"].get("sla") if config.get("endpoint") else None)
+                   ["objectives"]["rpo_seconds"])
     server = None
     if config.get("endpoint"):
         registry = CollectorRegistry()

@@ -69,7 +69,7 @@ def _round(route, clock, rows, seconds=1.0):
 def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives(clock):
     shows = {}
     route = ScriptedRoute(shows)
-    live = prober.LiveRpo([route])
+    live = prober.LiveRpo([route], objective_seconds=5.0)
     rows = []
     assert _live(live) == {("dc1", "dc2"): 0.0}  # nothing sent, nothing at risk
 
@@ -92,7 +92,7 @@ def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives
 
 def test_a_target_that_cannot_be_read_counts_as_showing_nothing(clock):
     route = ScriptedRoute(None)
-    live = prober.LiveRpo([route])
+    live = prober.LiveRpo([route], objective_seconds=5.0)
     for _ in range(5):
         _round(route, clock, [])
     assert _live(live) == {("dc1", "dc2"): pytest.approx(5.0)}
@@ -101,7 +101,7 @@ def test_a_target_that_cannot_be_read_counts_as_showing_nothing(clock):
 def test_the_live_figure_and_the_jobs_agree_at_the_same_instant(spark, clock):
     shows = {}
     route = ScriptedRoute(shows)
-    live = prober.LiveRpo([route])
+    live = prober.LiveRpo([route], objective_seconds=5.0)
     rows = []
     for second in range(60):
         probe = _round(route, clock, rows)
@@ -127,7 +127,7 @@ def served(tmp_path_factory):
     route = ScriptedRoute({})
     route.at_risk_since = {"dc2": 0.0}
     registry = CollectorRegistry()
-    registry.register(prober.LiveRpo([route]))
+    registry.register(prober.LiveRpo([route], objective_seconds=5.0))
     server = endpoint.serve(registry, {"address": "127.0.0.1", "port": port, "certificate": certificate, "key": key},
                             "monitor", "s3cret-monitor")
     yield f"https://127.0.0.1:{port}/metrics", ca_cert
