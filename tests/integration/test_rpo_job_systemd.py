@@ -5,33 +5,28 @@ staging delay 20 s) the time its acknowledgements take to reach the other datace
 metrics endpoints. Runs in the systemd pass of `make integration`."""
 
 import os
-import shutil
 import subprocess
 import time
+import urllib.error
 import uuid
 
 import pytest
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import prometheus
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, run_playbook
+from support.measurement import NODE_PYTHON, build_wheelhouse, rpo_inventory
 
 pytestmark = pytest.mark.systemd
 
 UNITS = ("continuity-rpo-collector.service", "continuity-rpo-prober.service", "continuity-rpo-job.timer")
 TEXTFILE = "/var/lib/continuity-rpo/metrics/continuity_artemis.prom"
-# The test bed's systemd nodes run Debian 12, like the controller: the controller's python3 builds their wheels.
-NODE_PYTHON = "/usr/bin/python3"
 
 
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory):
-    """What an operator prepares for an air-gapped host: every requirement as a wheel for the host's Python."""
-    target = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run([NODE_PYTHON, "-m", "pip", "wheel", "-q", "-r", os.path.join(REPO_ROOT, "spark", "requirements.txt"),
-                    "-w", str(target)], check=True, timeout=1200)
-    return str(target)
+    return build_wheelhouse(str(tmp_path_factory.mktemp("wheelhouse")), REPO_ROOT)
 
 
 @pytest.fixture
@@ -72,15 +67,10 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
                              capture_output=True, text=True, check=False)
     assert offline.returncode != 0
 
-    inventory = tmp_path / "inventory"
-    shutil.copytree(TESTBED_INVENTORY, inventory)
-    with open(inventory / "rpo.yml", "w") as handle:
-        yaml.safe_dump({"rpo_job": {"hosts": {node.name: {
-            "rpo_job_wheelhouse": wheelhouse,
-            "rpo_job_probe_user": node.user, "rpo_job_probe_password": node.password,
-            "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 10,
-            "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}}}}},
-            handle)
+    inventory = rpo_inventory(TESTBED_INVENTORY, tmp_path, node, {
+        "rpo_job_wheelhouse": wheelhouse,
+        "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 10,
+        "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}})
     # The timer's first run starts while the second, idempotent run of rpo.yml checks the host: the journal is read
     # from the first deployment on, so nothing from before it counts and the run that timer started does.
     deploying, deploying_since = time.monotonic(), time.time()
@@ -89,13 +79,24 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
     queue = f"shared.rpo.{uuid.uuid4().hex[:8]}"
     with amqp.Consumer(dc1.amqp_url, dc1.user, dc1.password, queue, ca_path=dc1.ca_cert) as consumer, \
             amqp.Producer(dc1.amqp_url, dc1.user, dc1.password, queue, rate=5, ca_path=dc1.ca_cert) as producer:
-        first = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+        first = run_playbook("playbooks/rpo.yml", inventory=inventory)
         assert first.rc == 0, first.output[-6000:]
-        second = run_playbook("playbooks/rpo.yml", inventory=str(inventory))
+        second = run_playbook("playbooks/rpo.yml", inventory=inventory)
         assert second.rc == 0 and second.recap()[node.name]["changed"] == 0, second.output[-4000:]
 
         assert estate.exec(node.name, "systemctl", "is-enabled", *UNITS).split() == ["enabled"] * len(UNITS)
         assert estate.exec(node.name, "systemctl", "is-active", *UNITS).split() == ["active"] * len(UNITS)
+        # The prober's live RPO: over HTTPS with the certificate rpo.yml issued from the estate's CA, to the
+        # monitoring user only.
+        live_url = f"https://{node.address}:9405/metrics"
+        live = amqp.wait_for(lambda: prometheus.scrape(live_url, node.ca_cert, node.monitor_user, node.monitor_password),
+                             lambda found: found.get("continuity_artemis_live_rpo_seconds"), timeout=60,
+                             description=f"the live RPO of the prober on {node.name}")
+        assert {labels["target_datacentre"] for labels, _value in live["continuity_artemis_live_rpo_seconds"]
+                if labels["source_datacentre"] == "dc1"} == {other.dc for other in estate.passive()}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            prometheus.scrape(live_url, node.ca_cert, node.monitor_user, "not-the-monitoring-password")
+        assert refused.value.code == 401
         # Nobody starts the job: the timer does, once the first telemetry files are closed.
         amqp.wait_for(lambda: _journal(estate, node.name, deploying_since),
                       lambda text: "Finished continuity-rpo-job.service" in text,

@@ -4,11 +4,35 @@ bed, the job's command line over what they wrote, and the metrics it published."
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
+
+# The test bed's systemd nodes run Debian 12, like the controller: the controller's python3 builds their wheels.
+NODE_PYTHON = "/usr/bin/python3"
+
+
+def build_wheelhouse(target: str, repo_root: str) -> str:
+    """What an operator prepares for an air-gapped measurement host: every requirement as a wheel for the host's
+    Python, in ``target``."""
+    subprocess.run([NODE_PYTHON, "-m", "pip", "wheel", "-q", "-r", os.path.join(repo_root, "spark", "requirements.txt"),
+                    "-w", target], check=True, timeout=1200)
+    return target
+
+
+def rpo_inventory(testbed_inventory: str, directory, node, host_vars: dict) -> str:
+    """A copy of the test bed's inventory with ``node`` in group rpo_job (the measurement host) and ``host_vars``."""
+    inventory = directory / "inventory"
+    shutil.copytree(testbed_inventory, inventory)
+    with open(inventory / "rpo.yml", "w") as handle:
+        yaml.safe_dump({"rpo_job": {"hosts": {node.name: {"rpo_job_probe_user": node.user,
+                                                          "rpo_job_probe_password": node.password, **host_vars}}}},
+                       handle)
+    return str(inventory)
 
 
 def published(textfile: str) -> dict:

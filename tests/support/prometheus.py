@@ -21,12 +21,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(work, scrape_configs: list[dict], interval_s: int = 1):
-    """Prometheus with these scrape configs, its data and log under ``work``; yields its URL."""
+def server(work, scrape_configs: list[dict], interval_s: int = 1, rule_files: list[str] = ()):
+    """Prometheus with these scrape configs and rule files, its data and log under ``work``; yields its URL."""
     config = work / "prometheus.yml"
     config.write_text(yaml.safe_dump({"global": {"scrape_interval": f"{interval_s}s",
                                                  "evaluation_interval": f"{interval_s}s"},
-                                      "scrape_configs": scrape_configs}))
+                                      "rule_files": list(rule_files), "scrape_configs": scrape_configs}))
     port = free_port()
     log = work / "prometheus.log"
     with open(log, "w") as handle:
