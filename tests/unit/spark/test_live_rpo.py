@@ -76,7 +76,7 @@ def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives
     first = _round(route, clock, rows)  # sent at T0; the target does not show it yet
     assert _live(live) == {("dc1", "dc2"): pytest.approx(1.0)}
     shows[first] = True
-    stalled = [_round(route, clock, rows) for _ in range(10)]  # seen; then ten probes the target never shows
+    stalled = [_round(route, clock, rows) for _probe in range(10)]  # seen; then ten probes the target never shows
     assert _live(live) == {("dc1", "dc2"): pytest.approx(10.0)}  # the oldest unseen was sent 10 s ago
     clock.now += 20
     assert _live(live) == {("dc1", "dc2"): pytest.approx(30.0)}  # rising at scrape time, with no round in between
@@ -93,7 +93,7 @@ def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives
 def test_a_target_that_cannot_be_read_counts_as_showing_nothing(clock):
     route = ScriptedRoute(None)
     live = prober.LiveRpo([route], objective_seconds=5.0)
-    for _ in range(5):
+    for _probe in range(5):
         _round(route, clock, [])
     assert _live(live) == {("dc1", "dc2"): pytest.approx(5.0)}
 
