@@ -35,6 +35,9 @@ from continuity_rpo.config import command_line
 from continuity_rpo.store import Store
 
 PROBE_PROPERTY = "continuity_probe_id"
+# The newest outstanding probes asked for at each look (fewer than a management listing's page): one seen there
+# covers every older one.
+LISTED_PROBES = 100
 
 
 class AnycastTarget(SenderOption):
@@ -133,13 +136,16 @@ class Route:
                 oldest.setdefault(target, self.sent_at[probe])
         self.at_risk_since = {target: oldest.get(target) for target in self.targets}
 
-    def _visible(self, datacentre: str, management: dict) -> set[str] | None:
-        """Probe ids the datacentre's live broker holds; None when no broker of it answers."""
+    def _visible(self, datacentre: str, management: dict, waiting: list[str]) -> set[str] | None:
+        """Which of the ``waiting`` probe ids the datacentre's live broker holds; None when no broker of it answers.
+        Asked by id, the newest first: Artemis lists at most a page of a queue (management-browse-page-size, 200),
+        and a target may hold more probes than that (the bridge engine's copies stay until a reconciliation)."""
         answered = False
+        quoted = ", ".join(f"'{probe}'" for probe in waiting[-LISTED_PROBES:])
         for broker in self.brokers[datacentre]:
             client = ArtemisManagement.from_params(broker, management)
             try:
-                messages = client.list_messages(self.address, self.address, f"{PROBE_PROPERTY} IS NOT NULL")
+                messages = client.list_messages(self.address, self.address, f"{PROBE_PROPERTY} IN ({quoted})")
             except MBeanNotFound:
                 # No such queue: not replicated there yet, or a waiting backup (the live one may have it).
                 answered = True
@@ -156,7 +162,7 @@ class Route:
             waiting = [probe for probe, targets in self.outstanding.items() if target in targets]
             if not waiting:
                 continue
-            visible = self._visible(target, management)
+            visible = self._visible(target, management, waiting)
             seen_at = time.time()
             newest_visible = max((index for index, probe in enumerate(waiting) if probe in (visible or ())),
                                  default=None)

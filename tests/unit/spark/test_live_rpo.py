@@ -37,8 +37,10 @@ class ScriptedRoute(prober.Route):
     def _sender(self, probes):
         return type("Sender", (), {"send": lambda _self, message, timeout: None})()
 
-    def _visible(self, datacentre, management):
-        return None if self.shows is None else {probe for probe, shown in self.shows.items() if shown}
+    def _visible(self, datacentre, management, waiting):
+        if self.shows is None:
+            return None
+        return {probe for probe, shown in self.shows.items() if shown} & set(waiting[-prober.LISTED_PROBES:])
 
     def _remove(self, probes, management):
         self.removed += probes
