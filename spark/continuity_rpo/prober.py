@@ -40,6 +40,11 @@ PROBE_PROPERTY = "continuity_probe_id"
 LISTED_PROBES = 100
 
 
+def _probes_filter(probes: list[str]) -> str:
+    """A message filter selecting these probes (their ids are the prober's own: letters, digits and dashes)."""
+    return f"{PROBE_PROPERTY} IN ({', '.join(repr(str(probe)) for probe in probes)})"
+
+
 class AnycastTarget(SenderOption):
     """Ask for an anycast queue: without the capability Artemis creates a multicast address, where a message sent
     before any subscription exists is dropped."""
@@ -138,14 +143,13 @@ class Route:
 
     def _visible(self, datacentre: str, management: dict, waiting: list[str]) -> set[str] | None:
         """Which of the ``waiting`` probe ids the datacentre's live broker holds; None when no broker of it answers.
-        Asked by id, the newest first: Artemis lists at most a page of a queue (management-browse-page-size, 200),
-        and a target may hold more probes than that (the bridge engine's copies stay until a reconciliation)."""
+        Asked by id, the newest LISTED_PROBES: Artemis lists at most a page of a queue (management-browse-page-size,
+        200), and a target may hold more probes than that (the bridge engine's copies stay until a reconciliation)."""
         answered = False
-        quoted = ", ".join(f"'{probe}'" for probe in waiting[-LISTED_PROBES:])
         for broker in self.brokers[datacentre]:
             client = ArtemisManagement.from_params(broker, management)
             try:
-                messages = client.list_messages(self.address, self.address, f"{PROBE_PROPERTY} IN ({quoted})")
+                messages = client.list_messages(self.address, self.address, _probes_filter(waiting[-LISTED_PROBES:]))
             except MBeanNotFound:
                 # No such queue: not replicated there yet, or a waiting backup (the live one may have it).
                 answered = True
@@ -184,11 +188,10 @@ class Route:
         return rows
 
     def _remove(self, probes: list[str], management: dict) -> bool:
-        quoted = ", ".join(f"'{probe}'" for probe in probes)
         for broker in self.brokers[self.source]:
             try:
                 ArtemisManagement.from_params(broker, management).remove_messages(
-                    self.address, self.address, f"{PROBE_PROPERTY} IN ({quoted})")
+                    self.address, self.address, _probes_filter(probes))
                 return True
             except ManagementError:
                 continue
