@@ -35,8 +35,8 @@ from continuity_rpo.config import command_line
 from continuity_rpo.store import Store
 
 PROBE_PROPERTY = "continuity_probe_id"
-# The newest outstanding probes asked for at each look (fewer than a management listing's page): one seen there
-# covers every older one.
+# The newest outstanding probes asked for at each look (a filter of that many ids): one seen there covers every
+# older one.
 LISTED_PROBES = 100
 
 
@@ -143,20 +143,23 @@ class Route:
 
     def _visible(self, datacentre: str, management: dict, waiting: list[str]) -> set[str] | None:
         """Which of the ``waiting`` probe ids the datacentre's live broker holds; None when no broker of it answers.
-        Asked by id, the newest LISTED_PROBES: Artemis lists at most a page of a queue (management-browse-page-size,
-        200), and a target may hold more probes than that (the bridge engine's copies stay until a reconciliation)."""
+        Counted by id (countMessages grouped by the probe id), never listed: Artemis lists only the first page of a
+        queue (management-browse-page-size, 200) and applies the filter within it, and a target may hold more than a
+        page of probes (the bridge engine's copies stay until they expire or a reconciliation). Asked for the newest
+        LISTED_PROBES waiting ones: one seen covers every older one."""
         answered = False
         for broker in self.brokers[datacentre]:
             client = ArtemisManagement.from_params(broker, management)
             try:
-                messages = client.list_messages(self.address, self.address, _probes_filter(waiting[-LISTED_PROBES:]))
+                counts = client.count_messages(self.address, self.address, _probes_filter(waiting[-LISTED_PROBES:]),
+                                               group_by=PROBE_PROPERTY)
             except MBeanNotFound:
                 # No such queue: not replicated there yet, or a waiting backup (the live one may have it).
                 answered = True
                 continue
             except ManagementError:
                 continue
-            return {message.get(PROBE_PROPERTY) for message in messages}
+            return {probe for probe, count in counts.items() if count}
         return set() if answered else None
 
     def observe(self, management: dict) -> list[dict]:
