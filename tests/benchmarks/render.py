@@ -1,11 +1,13 @@
 """Renders a `make bench` result (benchmarks/results/<date>-<commit>.json) into benchmarks/RESULTS.md and its plots,
-with what we found limits each figure (benchmarks/findings.yml, written by hand after looking at a run).
+with what we found limits each figure (benchmarks/findings.yml, written by hand after looking at a run), and the
+figures some drills measure (tests/drills/results/, make drills) beside them.
 
     cd tests && python -m benchmarks.render benchmarks/results/<file>.json
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -181,12 +183,38 @@ def _b8(result: dict, out_dir: str) -> list[str]:
     return lines
 
 
+def _b9(result: dict, _out_dir: str) -> list[str]:
+    steady = result["steady"]
+    lines = [f"From the live-RPO drill (`tests/drills/test_live_rpo.py`, `make drills`): the rpo_job role's prober at dc3 "
+             f"of a 3 x 1 systemd bed, a real Prometheus scraping its endpoint every {result['scrape_interval_s']} s "
+             f"and evaluating the shipped rules every {result['rule_interval_s']} s, {result['rate_msg_s']} msg/s at "
+             f"dc1, RPO objective {result['objective_s']} s. Seconds from the fault until "
+             "`ContinuityArtemisRpoAboveObjectiveNow` (dc1 -> dc2) is firing in Prometheus's alerts API (goal: 30), "
+             "and from the fault's end until it is not (goal: 60).", "",
+             "| fault | page after | resolved after |", "|---|---|---|"]
+    lines += [f"| {run['fault']} | " + ("**none in 120 s**" if run["page_s"] is None else f"**{run['page_s']} s**")
+              + f" | {'-' if run['resolve_s'] is None else str(run['resolve_s']) + ' s'} |" for run in result["runs"]]
+    pages = result["page_s"]
+    worst = ", ".join(f"{link} {seconds:.1f} s" for link, seconds in sorted(steady["worst_live_rpo_s"].items()))
+    lines += ["", f"Stall to page: median **{pages['median']} s**, max **{pages['max']} s**.", "",
+              f"Then {steady['seconds'] // 60} minutes of a {steady['wan_delay_ms']} ms WAN losing "
+              f"{steady['wan_loss_pct']} % of its packets: "
+              + ("no alert fired" if not steady["alerts_firing"] else
+                 "alerts fired: " + ", ".join(f"{a['alertname']} {a.get('source_datacentre', '')}->"
+                                             f"{a.get('target_datacentre', '')}" for a in steady["alerts_firing"]))
+              + f"; the highest live RPO per link: {worst}."]
+    return lines
+
+
 RENDERERS = {"B1": ("B1 mirror cost", _b1), "B2": ("B2 replication lag", _b2), "B3": ("B3 swapover time", _b3),
              "B4": ("B4 abrupt failover loss (and B5)", _b4), "B6": ("B6 the RPO job on telemetry", _b6), "B7": ("B7 site.yml cold and warm", _b7),
              "B8": ("B8 the two engines side by side", _b8)}
+# Sections rendered from a drill's results file (tests/drills/results/), run by make drills rather than make bench.
+DRILL_RENDERERS = {"B9": ("B9 stall to page (the live RPO)", "live_rpo_page.json", _b9)}
+DRILL_RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 
 
-def render(path: str, out_dir: str = OUT_DIR) -> str:
+def render(path: str, out_dir: str = OUT_DIR, drill_results: str = DRILL_RESULTS) -> str:
     with open(path) as handle:
         results = yaml.safe_load(handle)
     findings = {}
@@ -210,6 +238,16 @@ def render(path: str, out_dir: str = OUT_DIR) -> str:
             lines += [f"## {title}", "", f"**Failed in this run:** `{result['error'].splitlines()[0][:500]}`", ""]
             continue
         lines += [f"## {title}", ""] + renderer(result, out_dir)
+        if findings.get(name):
+            lines += ["", "**What limits it.** " + findings[name].strip()]
+        lines.append("")
+    for name, (title, file_name, renderer) in DRILL_RENDERERS.items():
+        drill_path = os.path.join(drill_results, file_name)
+        if not os.path.exists(drill_path):
+            continue
+        with open(drill_path) as handle:
+            drilled = json.load(handle)
+        lines += [f"## {title}", ""] + renderer(drilled, out_dir)
         if findings.get(name):
             lines += ["", "**What limits it.** " + findings[name].strip()]
         lines.append("")

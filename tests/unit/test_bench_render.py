@@ -43,6 +43,15 @@ RESULT = {
                "lag": [{"engine": "bridge", "wan_delay_ms": 50, "messages": 20000, "p50_ms": 55.0, "p99_ms": 90.5,
                         "max_ms": 150.0}]}}}
 
+LIVE_RPO_DRILL = {
+    "drill": "live_rpo_page", "rate_msg_s": 200, "objective_s": 5, "scrape_interval_s": 5, "rule_interval_s": 5,
+    "runs": [{"fault": "partition dc1 dc2", "page_s": 14.1, "resolve_s": 43.8},
+             {"fault": "dc2's broker stopped", "page_s": None, "resolve_s": 0.0}],
+    "steady": {"seconds": 600, "wan_delay_ms": 50, "wan_loss_pct": 1, "worst_live_rpo_s": {"dc1->dc2": 236.2},
+               "alerts_firing": [{"alertname": "ContinuityArtemisRpoAboveObjectiveNow", "source_datacentre": "dc1",
+                                  "target_datacentre": "dc2"}]},
+    "page_s": {"median": 14.1, "max": 14.1}}
+
 
 def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     path = tmp_path / "2026-11-25-abc1234.json"
@@ -50,7 +59,10 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     findings = tmp_path / "findings.yml"
     findings.write_text("B1: The shared CPUs.\n")
     monkeypatch.setattr(render, "FINDINGS", str(findings))
-    text = open(render.render(str(path), str(tmp_path))).read()
+    drills = tmp_path / "drills"
+    drills.mkdir()
+    (drills / "live_rpo_page.json").write_text(json.dumps(LIVE_RPO_DRILL))
+    text = open(render.render(str(path), str(tmp_path), str(drills))).read()
     assert "| pinned | async | 900, 900, 900 | 1,000, 1,000, 1,000 | 0.90, 0.90, 0.90 | **0.9** | 0.9 | yes |" in text
     assert "| unpinned | async |" in text and "| - |" in text
     assert "| 50 ms | 30,000 | 53 ms | **130 ms** | 250 ms | ≤ 100 ms | no |" in text
@@ -62,5 +74,9 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     assert "| unreplicated | 20,000, 20,500 | **1.0** | 0.1, 0.1 | -, - |" in text
     assert "| bridge | 50 ms | 20,000 | 55.0 ms | **90.5 ms** | 150.0 ms |" in text
     assert "## Not in this run\n\nB4, B6, B7 (B5 is part of B4)." in text
+    assert "| partition dc1 dc2 | **14.1 s** | 43.8 s |" in text
+    assert "| dc2's broker stopped | **none in 120 s** | 0.0 s |" in text
+    assert "Stall to page: median **14.1 s**, max **14.1 s**." in text
+    assert "alerts fired: ContinuityArtemisRpoAboveObjectiveNow dc1->dc2;" in text
     assert (tmp_path / "b1-mirror-cost.png").stat().st_size > 1000
     assert (tmp_path / "b2-replication-lag.png").stat().st_size > 1000
