@@ -36,7 +36,7 @@ help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
-	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart and upgrade of a 2 x 2 estate under load, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
+	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart, upgrade and certificate rotation of a 2 x 2 estate under load, the live RPO paging, the measurement installed offline on a systemd node, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
@@ -127,14 +127,13 @@ unit: setup
 	pytest tests/unit
 
 # The whole suite on two datacentres of plain-process nodes; then the site tests on three datacentres of nodes booting
-# systemd (the role's systemd path, one active and two passive), the measurement installed offline on one of them,
-# run by its systemd timer, and the brokers' metrics (this bed and the drills' layouts bed turn them on: the plugin
-# is compiled on every fresh node and checked on every run). The HA layouts' kills are a drill (make drills).
+# systemd (the role's systemd path, one active and two passive) and the brokers' metrics (this bed and the drills'
+# layouts bed turn them on: the plugin is compiled on every fresh node and checked on every run). The HA layouts'
+# kills and the measurement installed offline on a systemd node are drills (make drills).
 integration: setup
 	pytest tests/integration -m "not systemd and not drill"
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest -m "not drill" tests/integration/test_site.py \
-	  tests/integration/test_rpo_job_systemd.py tests/integration/test_broker_metrics.py \
-	  tests/integration/test_bridge_engine.py \
+	  tests/integration/test_broker_metrics.py tests/integration/test_bridge_engine.py \
 	  tests/integration/test_staging_delay.py::test_with_three_datacentres_every_other_datacentre_removes_its_copy_and_counts_the_notice
 
 # A Molecule scenario per role on the test bed (delegated driver: a scenario's create and destroy bring it up and

@@ -2,7 +2,8 @@
 installs from a wheelhouse built on the controller, runs the collector and prober as services, and its timer runs
 the job, which publishes the RPO of every link, and for the group active at every datacentre (the bed's `shared`,
 staging delay 20 s) the time its acknowledgements take to reach the other datacentres, read from the brokers'
-metrics endpoints. Runs in the systemd pass of `make integration`."""
+metrics endpoints. A drill for its length (about 12 minutes, most of it the wheelhouse, the offline install and the
+timer's first run): make drills, or pytest tests/drills/test_rpo_job_systemd.py."""
 
 import os
 import subprocess
@@ -15,13 +16,27 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from support import prometheus
-from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, run_playbook
+from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
 from support.measurement import NODE_PYTHON, build_wheelhouse, rpo_inventory
 
-pytestmark = pytest.mark.systemd
+pytestmark = pytest.mark.timeout(1800)
 
 UNITS = ("continuity-rpo-collector.service", "continuity-rpo-prober.service", "continuity-rpo-job.timer")
 TEXTFILE = "/var/lib/continuity-rpo/metrics/continuity_artemis.prom"
+
+
+@pytest.fixture(scope="module")
+def estate():
+    """Three datacentres of nodes booting systemd, with the brokers' metrics endpoints, after site.yml."""
+    Estate.testbed("down")
+    Estate.testbed("up", "--dcs", "3", "--nodes-per-dc", "1", "--systemd", "--metrics")
+    try:
+        built = run_playbook("site.yml")
+        assert built.rc == 0, built.output[-6000:]
+        yield Estate.from_testbed()
+    finally:
+        if os.environ.get("KEEP_TESTBED") != "1":
+            Estate.testbed("down")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +70,6 @@ def _published(estate, node):
 
 
 def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhouse, units_stopped_afterwards, tmp_path):
-    assert os.environ.get("TESTBED_SYSTEMD") == "1", "this test needs the test bed's systemd nodes (TESTBED_SYSTEMD=1)"
     node = estate.nodes[-1]
     host_python = estate.exec(node.name, "python3", "-c", "import sys; print(sys.version_info[:2])").strip()
     controller_python = subprocess.run([NODE_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], check=True,
