@@ -138,7 +138,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], collected_as_of, window)),
         rto=_rows(rto),
         drills=_rows(drills),
-        link_sla=_rows(link_sla),
+        link_sla=sla.count_window_in_progress(_rows(link_sla), current_rpo, config["objectives"]),
         rejected=sorted(rejected),
         probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
         collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],

@@ -96,6 +96,29 @@ def link_compliance(rpo_windows: DataFrame, objectives: dict) -> DataFrame:
             .withColumn("burn_rate", (1 - F.col("good_ratio")) / (1 - objectives["target_ratio"])))
 
 
+def count_window_in_progress(link_rows: list[dict], current_rows: list[dict], objectives: dict) -> list[dict]:
+    """``link_rows`` (link_compliance's, collected) with the window in progress counted once it is known to be bad:
+    a link whose RPO now (``current_rows``) is above the objective has a bad window whatever the rest of the window
+    brings, so the verdict, the burn rate and the worst RPO move during a stall, not a window after it ends. A window
+    in progress that is within the objective so far is not counted: it is not known to be good until it ends."""
+    links = {(row["source_datacentre"], row["target_datacentre"]): dict(row) for row in link_rows}
+    for current in current_rows:
+        rpo = current.get("rpo_seconds")
+        if rpo is None or rpo <= objectives["rpo_seconds"]:
+            continue
+        key = (current["source_datacentre"], current["target_datacentre"])
+        row = links.setdefault(key, {"source_datacentre": key[0], "target_datacentre": key[1], "windows": 0,
+                                     "good_ratio": 0.0, "worst_rpo_seconds": rpo,
+                                     "objective_seconds": objectives["rpo_seconds"]})
+        good_windows = row["good_ratio"] * row["windows"]
+        row["windows"] += 1
+        row["good_ratio"] = good_windows / row["windows"]
+        row["worst_rpo_seconds"] = max(row["worst_rpo_seconds"], rpo)
+        row["passed"] = row["good_ratio"] >= objectives["target_ratio"]
+        row["burn_rate"] = (1 - row["good_ratio"]) / (1 - objectives["target_ratio"])
+    return list(links.values())
+
+
 def queue_compliance(config: dict, rto_rows: list) -> list[dict]:
     """Per datacentre and queue: the RTO estimate against the queue's objective (no estimate fails)."""
     results = []

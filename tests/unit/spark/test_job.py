@@ -8,7 +8,7 @@ import sys
 import types
 
 import pytest
-from continuity_rpo import job
+from continuity_rpo import job, telemetry
 from support.measurement import published
 
 from test_metrics import AS_OF, T0, _ledger_rows, _notice_sample, _probe_rows, _queue_rows
@@ -135,3 +135,24 @@ def test_a_bad_sla_file_is_refused_naming_the_key(tmp_path, capsys, content, mes
                      str(tmp_path / "sla.yml")])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_stall_still_going_on_is_not_met_and_burns_budget_before_its_window_ends(spark):
+    """Probes every second, seen within a quarter second, until the one sent at 272 s: nothing since (the newest
+    sent at 299 s, now). Every complete window (ends 60 ... 240 s) is within 5 s; the window in progress already
+    holds an RPO of 27 s, so it is known to be bad before it ends: 1 bad of 5, target 0.9, not met."""
+    rows = []
+    for second in range(300):
+        probe = {"probe_id": f"p{second}", "source_datacentre": "dc1", "target_datacentre": "dc2"}
+        rows.append(dict(probe, event="sent", time=T0 + second))
+        if second < 272:
+            rows.append(dict(probe, event="seen", time=T0 + second + 0.25))
+    config = job.sla.load(None)
+    config["objectives"] = dict(config["objectives"], rpo_seconds=5.0, target_ratio=0.9)
+
+    results = job.compute(spark, telemetry.from_rows(spark, {"probes": rows}), config)
+
+    assert [row["rpo_seconds"] for row in results.current_rpo] == [pytest.approx(27.0)]
+    (link,) = results.link_sla
+    assert (link["windows"], link["good_ratio"], link["passed"]) == (5, pytest.approx(0.8), False)
+    assert link["burn_rate"] == pytest.approx(2.0) and link["worst_rpo_seconds"] == pytest.approx(27.0)
