@@ -196,12 +196,12 @@ def _b9(result: dict, _out_dir: str) -> list[str]:
               + f" | {'-' if run['resolve_s'] is None else str(run['resolve_s']) + ' s'} |" for run in result["runs"]]
     pages = result["page_s"]
     worst = ", ".join(f"{link} {seconds:.1f} s" for link, seconds in sorted(steady["worst_live_rpo_s"].items()))
+    fired = ", ".join(f"{alert['alertname']} {alert.get('source_datacentre', '')}->{alert.get('target_datacentre', '')}"
+                      for alert in steady["alerts_firing"])
     lines += ["", f"Stall to page: median **{pages['median']} s**, max **{pages['max']} s**.", "",
               f"Then {steady['seconds'] // 60} minutes of a {steady['wan_delay_ms']} ms WAN losing "
               f"{steady['wan_loss_pct']} % of its packets: "
-              + ("no alert fired" if not steady["alerts_firing"] else
-                 "alerts fired: " + ", ".join(f"{a['alertname']} {a.get('source_datacentre', '')}->"
-                                             f"{a.get('target_datacentre', '')}" for a in steady["alerts_firing"]))
+              + (f"alerts fired: {fired}" if fired else "no alert fired")
               + f"; the highest live RPO per link: {worst}."]
     return lines
 
