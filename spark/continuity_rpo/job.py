@@ -115,7 +115,6 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
 
     tables = {"link_windows": link_windows, "queue_windows": queue_windows, "rto_estimates": rto,
               "drills": drills, "operations": durations}
-    link_sla = sla.link_compliance(_part(link_windows, "rpo_seconds", ["rpo_seconds"]), config["objectives"])
     lag = _part(link_windows, "probes_sent", ["probes_sent", "probes_seen", "lag_p50_seconds", "lag_p99_seconds",
                                               "lag_max_seconds"])
     links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
@@ -138,7 +137,8 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], collected_as_of, window)),
         rto=_rows(rto),
         drills=_rows(drills),
-        link_sla=sla.count_window_in_progress(_rows(link_sla), current_rpo, config["objectives"]),
+        link_sla=sla.link_compliance(_part(link_windows, "rpo_seconds", ["rpo_seconds"]), config["objectives"],
+                                     current_rpo),
         rejected=sorted(rejected),
         probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
         collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],

@@ -84,39 +84,34 @@ def objectives_for(config: dict, queue: str) -> dict:
     return config["queues"][max(matching, key=len)] if matching else config["objectives"]
 
 
-def link_compliance(rpo_windows: DataFrame, objectives: dict) -> DataFrame:
+def link_compliance(rpo_windows: DataFrame, objectives: dict, current_rows: list[dict] = ()) -> list[dict]:
     """Per link: the share of windows whose RPO met the objective, pass/fail against the target ratio, and the
-    error-budget burn rate (1 = spending the budget exactly as fast as the target allows)."""
-    good = (F.col("rpo_seconds") <= objectives["rpo_seconds"]).cast("double")
-    return (rpo_windows.groupBy("source_datacentre", "target_datacentre")
-            .agg(F.count("*").alias("windows"), F.avg(good).alias("good_ratio"),
-                 F.max("rpo_seconds").alias("worst_rpo_seconds"))
-            .withColumn("objective_seconds", F.lit(objectives["rpo_seconds"]))
-            .withColumn("passed", F.col("good_ratio") >= objectives["target_ratio"])
-            .withColumn("burn_rate", (1 - F.col("good_ratio")) / (1 - objectives["target_ratio"])))
-
-
-def count_window_in_progress(link_rows: list[dict], current_rows: list[dict], objectives: dict) -> list[dict]:
-    """``link_rows`` (link_compliance's, collected) with the window in progress counted once it is known to be bad:
-    a link whose RPO now (``current_rows``) is above the objective has a bad window whatever the rest of the window
-    brings, so the verdict, the burn rate and the worst RPO move during a stall, not a window after it ends. A window
-    in progress that is within the objective so far is not counted: it is not known to be good until it ends."""
-    links = {(row["source_datacentre"], row["target_datacentre"]): dict(row) for row in link_rows}
+    error-budget burn rate (1 = spending the budget exactly as fast as the target allows). Besides the complete
+    windows, the window in progress counts once it is known to be bad: a link whose RPO now (``current_rows``) is
+    above the objective has a bad window whatever the rest of it brings, so the verdict, the burn rate and the worst
+    RPO move during a stall, not a window after it ends. A window in progress within the objective so far is not
+    counted: it is not known to be good until it ends."""
+    good = (F.col("rpo_seconds") <= objectives["rpo_seconds"]).cast("int")
+    links = {(row["source_datacentre"], row["target_datacentre"]): row.asDict()
+             for row in rpo_windows.groupBy("source_datacentre", "target_datacentre")
+             .agg(F.count("*").alias("windows"), F.sum(good).alias("good_windows"),
+                  F.max("rpo_seconds").alias("worst_rpo_seconds")).collect()}
     for current in current_rows:
         rpo = current.get("rpo_seconds")
         if rpo is None or rpo <= objectives["rpo_seconds"]:
             continue
         key = (current["source_datacentre"], current["target_datacentre"])
         row = links.setdefault(key, {"source_datacentre": key[0], "target_datacentre": key[1], "windows": 0,
-                                     "good_ratio": 0.0, "worst_rpo_seconds": rpo,
-                                     "objective_seconds": objectives["rpo_seconds"]})
-        good_windows = row["good_ratio"] * row["windows"]
+                                     "good_windows": 0, "worst_rpo_seconds": rpo})
         row["windows"] += 1
-        row["good_ratio"] = good_windows / row["windows"]
         row["worst_rpo_seconds"] = max(row["worst_rpo_seconds"], rpo)
-        row["passed"] = row["good_ratio"] >= objectives["target_ratio"]
-        row["burn_rate"] = (1 - row["good_ratio"]) / (1 - objectives["target_ratio"])
-    return list(links.values())
+    verdicts = []
+    for row in links.values():
+        good_ratio = row.pop("good_windows") / row["windows"]
+        verdicts.append(dict(row, good_ratio=good_ratio, objective_seconds=objectives["rpo_seconds"],
+                             passed=good_ratio >= objectives["target_ratio"],
+                             burn_rate=(1 - good_ratio) / (1 - objectives["target_ratio"])))
+    return verdicts
 
 
 def queue_compliance(config: dict, rto_rows: list) -> list[dict]:

@@ -232,22 +232,17 @@ def render(path: str, out_dir: str = OUT_DIR, drill_results: str = DRILL_RESULTS
                  f" `site.yml` converged the 2 x 1 test bed in {results['site_converge_s']} s."
                  if results.get("site_converge_s") is not None else ""), "",
              f"Settings: `{yaml.safe_dump(results['settings'], default_flow_style=True, width=200).strip()}`", ""]
-    for name, result in results["benchmarks"].items():
-        title, renderer = RENDERERS[name]
+    sections = [(name, *RENDERERS[name], result) for name, result in results["benchmarks"].items()]
+    for name, (title, file_name, renderer) in DRILL_RENDERERS.items():
+        drill_path = os.path.join(drill_results, file_name)
+        if os.path.exists(drill_path):
+            with open(drill_path) as handle:
+                sections.append((name, title, renderer, json.load(handle)))
+    for name, title, renderer, result in sections:
         if "error" in result:
             lines += [f"## {title}", "", f"**Failed in this run:** `{result['error'].splitlines()[0][:500]}`", ""]
             continue
         lines += [f"## {title}", ""] + renderer(result, out_dir)
-        if findings.get(name):
-            lines += ["", "**What limits it.** " + findings[name].strip()]
-        lines.append("")
-    for name, (title, file_name, renderer) in DRILL_RENDERERS.items():
-        drill_path = os.path.join(drill_results, file_name)
-        if not os.path.exists(drill_path):
-            continue
-        with open(drill_path) as handle:
-            drilled = json.load(handle)
-        lines += [f"## {title}", ""] + renderer(drilled, out_dir)
         if findings.get(name):
             lines += ["", "**What limits it.** " + findings[name].strip()]
         lines.append("")
