@@ -14,6 +14,7 @@ counted per reason, printed and published (continuity_artemis_telemetry_rejected
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 
@@ -30,27 +31,33 @@ def _rows(frame: DataFrame) -> list[dict]:
     return [row.asDict() for row in frame.collect()]
 
 
-def _latest_window(frame: DataFrame, keys: list[str]) -> DataFrame:
-    newest = frame.groupBy(*keys).agg(F.max("window_end").alias("window_end"))
-    return frame.join(newest, keys + ["window_end"])
-
-
 def _current(frame: DataFrame, keys: list[str], as_of: float, window: int) -> DataFrame:
     """The latest window of each series, if it was sampled within the last window before ``as_of``: a datacentre
     that went silent drops out (its collector freshness says why) instead of publishing its last values as now."""
-    return _latest_window(frame, keys).where(F.col("last_sample_time") > as_of - window)
+    newest = frame.groupBy(*keys).agg(F.max("window_end").alias("window_end"))
+    return frame.join(newest, keys + ["window_end"]).where(F.col("last_sample_time") > as_of - window)
+
+
+def _latest_link_windows(link_windows: list[dict], present: str, columns: list[str], until: float | None = None,
+                         sampled_after: float | None = None) -> list[dict]:
+    """Per link, among its windows (collected) that have ``present`` and end by ``until``: the latest, with
+    ``columns``; left out when its last sample is not after ``sampled_after`` (see ``_current``)."""
+    latest = {}
+    for row in link_windows:
+        if row[present] is None or (until is not None and row["window_end"] > until):
+            continue
+        key = tuple(row[name] for name in metrics.LINK_KEYS)
+        if key not in latest or row["window_end"] > latest[key]["window_end"]:
+            latest[key] = row
+    return [{name: row[name] for name in metrics.LINK_KEYS + ["window_end"] + columns}
+            for key, row in sorted(latest.items())
+            if sampled_after is None or row["last_sample_time"] > sampled_after]
 
 
 def as_of_time(data: telemetry.Telemetry) -> float | None:
     """The newest time in the telemetry: the job's "now", so that a rerun on the same input gives the same answer."""
-    newest = [data[kind].agg(F.max("time")).first()[0] for kind in ("probes", "queue_samples", "link_samples")]
-    newest = [value for value in newest if value is not None]
-    return max(newest) if newest else None
-
-
-def _part(link_windows: DataFrame, present: str, columns: list[str]) -> DataFrame:
-    """The windows of link_windows that have ``present``, with ``columns``: the lag, RPO or backlog series."""
-    return link_windows.where(F.col(present).isNotNull()).select(*metrics.LINK_KEYS, "window_end", *columns)
+    times = [data[kind].select("time") for kind in ("probes", "queue_samples", "link_samples")]
+    return functools.reduce(DataFrame.unionByName, times).agg(F.max("time")).first()[0]
 
 
 def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of: float | None = None,
@@ -115,10 +122,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
 
     tables = {"link_windows": link_windows, "queue_windows": queue_windows, "rto_estimates": rto,
               "drills": drills, "operations": durations}
-    lag = _part(link_windows, "probes_sent", ["probes_sent", "probes_seen", "lag_p50_seconds", "lag_p99_seconds",
-                                              "lag_max_seconds"])
-    links = _part(link_windows, "last_sample_time", ["backlog_events_last", "backlog_events_max", "connected_ratio",
-                                                     "last_sample_time"])
+    link_rows = _rows(link_windows.orderBy("window_end"))
     # The brokers' current figures as of what the collector has published: its files lag its samples by up to a
     # segment, so a prober that published later would otherwise leave them out of the latest window.
     collected_as_of = min(as_of, max((row["reported_up_to"] for row in collector_sources), default=as_of))
@@ -131,18 +135,20 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         clock=clock,
         recomputed_from=run.touched if run else None,
         read_from=run.read_from if run else None,
-        latest_lag=_rows(_latest_window(lag.where(F.col("window_end") <= as_of), metrics.LINK_KEYS)),
+        latest_lag=_latest_link_windows(link_rows, "probes_sent", ["probes_sent", "probes_seen", "lag_p50_seconds",
+                                                                   "lag_p99_seconds", "lag_max_seconds"], until=as_of),
         current_rpo=current_rpo,
-        latest_link=_rows(_current(links, metrics.LINK_KEYS, collected_as_of, window)),
+        latest_link=_latest_link_windows(link_rows, "last_sample_time", [
+            "backlog_events_last", "backlog_events_max", "connected_ratio", "last_sample_time"],
+            sampled_after=collected_as_of - window),
         latest_queue=_rows(_current(queue_windows, ["datacentre", "queue"], collected_as_of, window)),
         rto=_rows(rto),
         drills=_rows(drills),
-        link_sla=sla.link_compliance(_part(link_windows, "rpo_seconds", ["rpo_seconds"]), config["objectives"],
-                                     current_rpo),
+        link_sla=sla.link_compliance(link_rows, config["objectives"], current_rpo),
         rejected=sorted(rejected),
         probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
         collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
-        link_windows=_rows(link_windows.orderBy("window_end")),
+        link_windows=link_rows,
         queue_windows=_rows(queue_windows.select(
             "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
             "message_count_max").orderBy("window_end")),

@@ -10,7 +10,10 @@ from pyspark.sql import SparkSession
 
 def spark_session(master: str | None = None) -> SparkSession:
     builder = (SparkSession.builder.appName("continuity-artemis-rpo").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.showConsoleProgress", "false"))  # progress bars would fill the job's log
+               .config("spark.ui.showConsoleProgress", "false")  # progress bars would fill the job's log
+               # PySpark 4 records the Python call site of every DataFrame and Column call in the JVM, for error
+               # messages: several Py4J round trips per call, which made most of a run on an estate's telemetry.
+               .config("spark.python.sql.dataFrameDebugging.enabled", "false"))
     if master or not os.environ.get("SPARK_ENV_LOADED"):
         master = master or "local[*]"
         builder = builder.master(master)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import fnmatch
 
 import yaml
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from continuity_rpo.errors import ConfigError
 
@@ -84,31 +82,31 @@ def objectives_for(config: dict, queue: str) -> dict:
     return config["queues"][max(matching, key=len)] if matching else config["objectives"]
 
 
-def link_compliance(rpo_windows: DataFrame, objectives: dict, current_rows: list[dict] = ()) -> list[dict]:
-    """Per link: the share of windows whose RPO met the objective, pass/fail against the target ratio, and the
-    error-budget burn rate (1 = spending the budget exactly as fast as the target allows). Besides the complete
-    windows, the window in progress counts once it is known to be bad: a link whose RPO now (``current_rows``) is
-    above the objective has a bad window whatever the rest of it brings, so the verdict, the burn rate and the worst
-    RPO move during a stall, not a window after it ends. A window in progress within the objective so far is not
-    counted: it is not known to be good until it ends."""
-    good = (F.col("rpo_seconds") <= objectives["rpo_seconds"]).cast("int")
-    links = {(row["source_datacentre"], row["target_datacentre"]): row.asDict()
-             for row in rpo_windows.groupBy("source_datacentre", "target_datacentre")
-             .agg(F.count("*").alias("windows"), F.sum(good).alias("good_windows"),
-                  F.max("rpo_seconds").alias("worst_rpo_seconds")).collect()}
-    for current in current_rows:
-        rpo = current.get("rpo_seconds")
-        if rpo is None or rpo <= objectives["rpo_seconds"]:
+def link_compliance(rpo_windows: list[dict], objectives: dict, current_rows: list[dict] = ()) -> list[dict]:
+    """Per link, over its windows with an RPO (``rpo_windows``, rows with the link's keys and ``rpo_seconds``): the
+    share that met the objective, pass/fail against the target ratio, and the error-budget burn rate (1 = spending
+    the budget exactly as fast as the target allows). Besides the complete windows, the window in progress counts
+    once it is known to be bad: a link whose RPO now (``current_rows``) is above the objective has a bad window
+    whatever the rest of it brings, so the verdict, the burn rate and the worst RPO move during a stall, not a window
+    after it ends. A window in progress within the objective so far is not counted: it is not known to be good
+    until it ends."""
+    objective = objectives["rpo_seconds"]
+    in_progress = [row for row in current_rows if row.get("rpo_seconds") is not None and row["rpo_seconds"] > objective]
+    links = {}
+    for row in [*rpo_windows, *in_progress]:
+        rpo = row["rpo_seconds"]
+        if rpo is None:
             continue
-        key = (current["source_datacentre"], current["target_datacentre"])
-        row = links.setdefault(key, {"source_datacentre": key[0], "target_datacentre": key[1], "windows": 0,
-                                     "good_windows": 0, "worst_rpo_seconds": rpo})
-        row["windows"] += 1
-        row["worst_rpo_seconds"] = max(row["worst_rpo_seconds"], rpo)
+        key = (row["source_datacentre"], row["target_datacentre"])
+        link = links.setdefault(key, {"source_datacentre": key[0], "target_datacentre": key[1], "windows": 0,
+                                      "good_windows": 0, "worst_rpo_seconds": rpo})
+        link["windows"] += 1
+        link["good_windows"] += rpo <= objective
+        link["worst_rpo_seconds"] = max(link["worst_rpo_seconds"], rpo)
     verdicts = []
-    for row in links.values():
-        good_ratio = row.pop("good_windows") / row["windows"]
-        verdicts.append(dict(row, good_ratio=good_ratio, objective_seconds=objectives["rpo_seconds"],
+    for link in links.values():
+        good_ratio = link.pop("good_windows") / link["windows"]
+        verdicts.append(dict(link, good_ratio=good_ratio, objective_seconds=objective,
                              passed=good_ratio >= objectives["target_ratio"],
                              burn_rate=(1 - good_ratio) / (1 - objectives["target_ratio"])))
     return verdicts

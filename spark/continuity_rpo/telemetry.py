@@ -29,6 +29,7 @@ publish only complete files (store.py), which the streaming source needs: it rea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 from pyspark.sql import DataFrame, SparkSession
@@ -162,15 +163,21 @@ def _tagged(kind, frame, now):
     return frame.withColumn("_rejected", reason)
 
 
-def _rejected_counts(kind, tagged):
-    return sorted((kind, row["_rejected"], row["count"])
-                  for row in tagged.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count().collect())
+def _rejected_counts(tagged: dict[str, DataFrame]) -> list[tuple[str, str, int]]:
+    """[(kind, reason, count)] of the rows ``_tagged`` rejected, every kind's in one Spark action."""
+    counts = [frame.where(F.col("_rejected").isNotNull()).groupBy("_rejected").count()
+              .select(F.lit(kind).alias("kind"), F.col("_rejected").alias("reason"), "count")
+              for kind, frame in tagged.items()]
+    return sorted((row["kind"], row["reason"], row["count"])
+                  for row in functools.reduce(DataFrame.unionByName, counts).collect())
 
 
-def validate(kind, frame, now: float):
-    """Split ``frame`` into (valid rows, [(kind, reason, count)]); ``now`` is the job's clock (Unix seconds)."""
-    tagged = _tagged(kind, frame, now).cache()
-    return tagged.where(F.col("_rejected").isNull()).drop("_rejected", UNREADABLE), _rejected_counts(kind, tagged)
+def _validated(tagged: dict[str, DataFrame]) -> "Telemetry":
+    """The valid rows of each kind's ``_tagged`` frame (cached: the rejected are counted in the same pass) and the
+    rejected counted."""
+    tagged = {kind: frame.cache() for kind, frame in tagged.items()}
+    return Telemetry({kind: frame.where(F.col("_rejected").isNull()).drop("_rejected", UNREADABLE)
+                      for kind, frame in tagged.items()}, _rejected_counts(tagged))
 
 
 def _readable(schema: StructType) -> StructType:
@@ -239,7 +246,7 @@ def ingest(spark: SparkSession, root: str, history: str, now: float | None = Non
             count, earliest = batch.agg(F.count("*"), F.min(F.when(_plausible(F.col("time")), F.col("time")))).first()
             (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("hour", "batch")
              .parquet(_ingested(history, kind)))
-            counts = _rejected_counts(kind, _tagged(kind, batch, time.time() if now is None else now))
+            counts = _rejected_counts({kind: _tagged(kind, batch, time.time() if now is None else now)})
             batch.unpersist()
             taken.rows[kind] = taken.rows.get(kind, 0) + count
             if earliest is not None:
@@ -274,7 +281,7 @@ def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
     with no file at all is an empty frame. ``now``: the clock rows are validated against (default: this machine's
     once the kind's files are listed, so that a file published while the job reads the others is not from the
     future)."""
-    frames, rejected = {}, []
+    tagged = {}
     for kind, schema in SCHEMAS.items():
         schema = _readable(schema)
         raw = None
@@ -291,9 +298,8 @@ def read(spark: SparkSession, root: str, paths: dict[str, str] | None = None,
                 raw = _json(spark.read.schema(schema)).json(path).select(*schema.fieldNames())
         if raw is None:
             raw = spark.createDataFrame([], schema)
-        frames[kind], counts = validate(kind, raw, time.time() if now is None else now)
-        rejected += counts
-    return Telemetry(frames, sorted(rejected))
+        tagged[kind] = _tagged(kind, raw, time.time() if now is None else now)
+    return _validated(tagged)
 
 
 def from_rows(spark: SparkSession, rows: dict[str, list[dict]], now: float | None = None) -> Telemetry:
@@ -303,10 +309,9 @@ def from_rows(spark: SparkSession, rows: dict[str, list[dict]], now: float | Non
         found = row.get(field.name)
         return float(found) if found is not None and isinstance(field.dataType, DoubleType) else found
 
-    frames, rejected = {}, []
+    tagged = {}
     for kind, schema in SCHEMAS.items():
         raw = spark.createDataFrame([tuple(value(row, f) for f in schema.fields) for row in rows.get(kind, [])],
                                     schema)
-        frames[kind], counts = validate(kind, raw, time.time() if now is None else now)
-        rejected += counts
-    return Telemetry(frames, sorted(rejected))
+        tagged[kind] = _tagged(kind, raw, time.time() if now is None else now)
+    return _validated(tagged)

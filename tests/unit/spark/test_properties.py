@@ -83,12 +83,13 @@ def test_worst_rpo_per_window_and_the_verdict_match_the_reference(spark, run):
         telemetry.from_rows(spark, {"probes": _rows(probes, shuffle)}, now=as_of)["probes"])
     assert rejected.count() == 0
     expected = _reference_worst_per_window(probes, window, as_of)
-    assertDataFrameEqual(metrics.rpo_over_time(latencies, window, as_of).select("window_end", "rpo_seconds"),
+    windows = metrics.rpo_over_time(latencies, window, as_of).cache()
+    assertDataFrameEqual(windows.select("window_end", "rpo_seconds"),
                          spark.createDataFrame(sorted(expected.items()), "window_end double, rpo_seconds double"),
                          atol=1e-6)
 
     objectives = {"rpo_seconds": 5.0, "target_ratio": 0.9}
-    (verdict,) = sla.link_compliance(metrics.rpo_over_time(latencies, window, as_of), objectives)
+    (verdict,) = sla.link_compliance([row.asDict() for row in windows.collect()], objectives)
     good = sum(value <= 5.0 for value in expected.values()) / len(expected)
     assert verdict["good_ratio"] == pytest.approx(good)
     assert verdict["passed"] == (good >= 0.9)
