@@ -123,8 +123,9 @@ role-docs: setup
 sanity: setup
 	tests/sanity.sh
 
+# Two workers, a test file each at a time: the Spark tests' session and the modules' fixtures stay in one worker.
 unit: setup
-	pytest tests/unit
+	pytest -n 2 --dist loadfile tests/unit
 
 # The whole suite on two datacentres of plain-process nodes; then the site tests on three datacentres of nodes booting
 # systemd (the role's systemd path, one active and two passive) and the brokers' metrics (this bed and the drills'
