@@ -11,15 +11,17 @@ from support.estate import TESTBED_INVENTORY, run_playbook
 
 
 @pytest.fixture(scope="module")
-def changed_inventory(estate, tmp_path_factory):
+def changed_inventory(estate, tmp_path_factory, bed_needed_after_module):
     """A copy of the test bed's inventory that this module's tests change one after the other; site.yml with the
-    inventory's own settings runs once afterwards (each revert is a rolling restart: one for all of them)."""
+    inventory's own settings runs once afterwards (each revert is a rolling restart: one for all of them), unless
+    the bed goes down next (this module runs last)."""
     inventory = tmp_path_factory.mktemp("restarts") / "inventory"
     shutil.copytree(TESTBED_INVENTORY, inventory)
     (inventory / "host_vars").mkdir()
     yield estate, inventory
-    result = run_playbook("site.yml")
-    assert result.rc == 0, result.output[-4000:]
+    if bed_needed_after_module:
+        result = run_playbook("site.yml")
+        assert result.rc == 0, result.output[-4000:]
 
 
 def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(changed_inventory):
