@@ -205,13 +205,14 @@ class LiveRpo:
     """The prober's figures at the moment Prometheus asks, per link (source and target datacentre, the job's labels):
     the RPO in time by the job's definition, the age of the oldest probe not yet covered at the target (seen there,
     or a later one seen); 0 when every probe sent was. A target the prober cannot read counts as not showing
-    anything. Beside it the link's objective (the job's, from the same objectives file), so that an alert compares
-    the two from one scrape; and when the prober last finished a round, so that a prober that hangs is told from a
-    healthy link."""
+    anything. Beside it the link's objective and target ratio (the job's, from the same objectives file), so that an
+    alert compares them from one scrape and the error budget's burn rate is computed where the figure is; and when
+    the prober last finished a round, so that a prober that hangs is told from a healthy link."""
 
-    def __init__(self, routes: list[Route], objective_seconds: float):
+    def __init__(self, routes: list[Route], objective_seconds: float, target_ratio: float):
         self.routes = routes
         self.objective_seconds = objective_seconds
+        self.target_ratio = target_ratio
         self.last_round: float | None = None
 
     def collect(self):
@@ -229,11 +230,17 @@ class LiveRpo:
         objective = GaugeMetricFamily("continuity_artemis_live_rpo_objective_seconds",
                                       "The link's RPO objective (objectives.rpo_seconds of the objectives file).",
                                       labels=["source_datacentre", "target_datacentre"])
+        target = GaugeMetricFamily("continuity_artemis_live_rpo_target_ratio",
+                                   "The share of the time the link's RPO must be within its objective "
+                                   "(objectives.target_ratio of the objectives file; 1 minus it is the error budget).",
+                                   labels=["source_datacentre", "target_datacentre"])
         for link, seconds in sorted(worst.items()):
             rpo.add_metric(list(link), seconds)
             objective.add_metric(list(link), self.objective_seconds)
+            target.add_metric(list(link), self.target_ratio)
         yield rpo
         yield objective
+        yield target
         if self.last_round is not None:
             round_done = GaugeMetricFamily(
                 "continuity_artemis_prober_last_round_timestamp_seconds",
@@ -246,8 +253,8 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
     probes = config["probes"]
     routes = [Route(route, config) for route in probes["routes"]]
     store = Store(config["telemetry"], "prober", config["segment_seconds"])
-    live = LiveRpo(routes, sla.load(config["endpoint"].get("sla") if config.get("endpoint") else None)
-                   ["objectives"]["rpo_seconds"])
+    objectives = sla.load(config["endpoint"].get("sla") if config.get("endpoint") else None)["objectives"]
+    live = LiveRpo(routes, objectives["rpo_seconds"], objectives["target_ratio"])
     server = None
     if config.get("endpoint"):
         registry = CollectorRegistry()

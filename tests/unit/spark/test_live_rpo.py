@@ -71,7 +71,7 @@ def _round(route, clock, rows, seconds=1.0):
 def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives(clock):
     shows = {}
     route = ScriptedRoute(shows)
-    live = prober.LiveRpo([route], objective_seconds=5.0)
+    live = prober.LiveRpo([route], objective_seconds=5.0, target_ratio=0.999)
     rows = []
     assert _live(live) == {("dc1", "dc2"): 0.0}  # nothing sent, nothing at risk
 
@@ -94,7 +94,7 @@ def test_the_live_rpo_rises_through_a_stall_and_falls_once_a_later_probe_arrives
 
 def test_a_target_that_cannot_be_read_counts_as_showing_nothing(clock):
     route = ScriptedRoute(None)
-    live = prober.LiveRpo([route], objective_seconds=5.0)
+    live = prober.LiveRpo([route], objective_seconds=5.0, target_ratio=0.999)
     for _probe in range(5):
         _round(route, clock, [])
     assert _live(live) == {("dc1", "dc2"): pytest.approx(5.0)}
@@ -103,7 +103,7 @@ def test_a_target_that_cannot_be_read_counts_as_showing_nothing(clock):
 def test_the_live_figure_and_the_jobs_agree_at_the_same_instant(spark, clock):
     shows = {}
     route = ScriptedRoute(shows)
-    live = prober.LiveRpo([route], objective_seconds=5.0)
+    live = prober.LiveRpo([route], objective_seconds=5.0, target_ratio=0.999)
     rows = []
     for second in range(60):
         probe = _round(route, clock, rows)
@@ -129,7 +129,7 @@ def served(tmp_path_factory):
     route = ScriptedRoute({})
     route.at_risk_since = {"dc2": 0.0}
     registry = CollectorRegistry()
-    registry.register(prober.LiveRpo([route], objective_seconds=5.0))
+    registry.register(prober.LiveRpo([route], objective_seconds=5.0, target_ratio=0.999))
     server = endpoint.serve(registry, {"address": "127.0.0.1", "port": port, "certificate": certificate, "key": key},
                             "monitor", "s3cret-monitor")
     yield f"https://127.0.0.1:{port}/metrics", ca_cert
@@ -155,6 +155,10 @@ def test_the_endpoint_serves_the_monitoring_user_over_tls_and_nobody_else(served
     families = {family.name: family for family in text_string_to_metric_families(text)}
     (sample,) = families["continuity_artemis_live_rpo_seconds"].samples
     assert sample.labels == {"source_datacentre": "dc1", "target_datacentre": "dc2"} and sample.value > 0
+    # The objective and the budget beside it, on the same labels, for the rules to compare and divide by.
+    assert [(sample.labels, sample.value) for name in ("continuity_artemis_live_rpo_objective_seconds",
+                                                        "continuity_artemis_live_rpo_target_ratio")
+            for sample in families[name].samples] == [(sample.labels, 5.0), (sample.labels, 0.999)]
     for user, password in ((None, None), ("monitor", "wrong"), ("admin", "s3cret-monitor")):
         with pytest.raises(urllib.error.HTTPError) as refused:
             _scrape(url, ca_cert, user, password)
