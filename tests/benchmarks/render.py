@@ -199,10 +199,14 @@ def _b9(result: dict, _out_dir: str) -> list[str]:
     fired = ", ".join(f"{alert['alertname']} {alert.get('source_datacentre', '')}->{alert.get('target_datacentre', '')}"
                       for alert in steady["alerts_firing"])
     lines += ["", f"Stall to page: median **{pages['median']} s**, max **{pages['max']} s**.", "",
-              f"Then {steady['seconds'] // 60} minutes of a {steady['wan_delay_ms']} ms WAN losing "
+              f"Before the stalls, {steady['seconds'] // 60} minutes of a {steady['wan_delay_ms']} ms WAN losing "
               f"{steady['wan_loss_pct']} % of its packets: "
               + (f"alerts fired: {fired}" if fired else "no alert fired")
               + f"; the highest live RPO per link: {worst}."]
+    if "budget_alerts_after_the_stalls" in result:
+        burning = ", ".join(f"{name} {source}->{target}"
+                            for name, source, target in result["budget_alerts_after_the_stalls"])
+        lines += ["", "The error budget's burn-rate alerts firing after the stalls: " + (burning or "none") + "."]
     return lines
 
 

@@ -50,6 +50,7 @@ LIVE_RPO_DRILL = {
     "steady": {"seconds": 600, "wan_delay_ms": 50, "wan_loss_pct": 1, "worst_live_rpo_s": {"dc1->dc2": 236.2},
                "alerts_firing": [{"alertname": "ContinuityArtemisRpoAboveObjectiveNow", "source_datacentre": "dc1",
                                   "target_datacentre": "dc2"}]},
+    "budget_alerts_after_the_stalls": [["ContinuityArtemisRpoBudgetFastBurn", "dc1", "dc2"]],
     "page_s": {"median": 14.1, "max": 14.1}}
 
 
@@ -78,5 +79,6 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     assert "| dc2's broker stopped | **none in 120 s** | 0.0 s |" in text
     assert "Stall to page: median **14.1 s**, max **14.1 s**." in text
     assert "alerts fired: ContinuityArtemisRpoAboveObjectiveNow dc1->dc2;" in text
+    assert "burn-rate alerts firing after the stalls: ContinuityArtemisRpoBudgetFastBurn dc1->dc2." in text
     assert (tmp_path / "b1-mirror-cost.png").stat().st_size > 1000
     assert (tmp_path / "b2-replication-lag.png").stat().st_size > 1000
