@@ -156,9 +156,10 @@ def test_the_endpoint_serves_the_monitoring_user_over_tls_and_nobody_else(served
     (sample,) = families["continuity_artemis_live_rpo_seconds"].samples
     assert sample.labels == {"source_datacentre": "dc1", "target_datacentre": "dc2"} and sample.value > 0
     # The objective and the budget beside it, on the same labels, for the rules to compare and divide by.
+    link = sample.labels
     beside = ("continuity_artemis_live_rpo_objective_seconds", "continuity_artemis_live_rpo_target_ratio")
-    assert [(sample.labels, sample.value) for name in beside for sample in families[name].samples] == \
-        [(sample.labels, 5.0), (sample.labels, 0.999)]
+    assert [(other.labels, other.value) for name in beside for other in families[name].samples] == \
+        [(link, 5.0), (link, 0.999)]
     for user, password in ((None, None), ("monitor", "wrong"), ("admin", "s3cret-monitor")):
         with pytest.raises(urllib.error.HTTPError) as refused:
             _scrape(url, ca_cert, user, password)
