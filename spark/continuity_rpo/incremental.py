@@ -32,6 +32,8 @@ STATE_SCHEMAS = {
     "current_rpo": "source_datacentre string, target_datacentre string, evaluated_at double, replicated_up_to double, "
                    "rpo_seconds double",
     "rejected": "kind string, reason string, count long",
+    # Per sampled kind, the last ingested batch a run has computed (telemetry.pending: what the next run takes).
+    "ingested_batches": "kind string, batch long",
 }
 
 
@@ -165,13 +167,19 @@ def write_windows(frame: DataFrame, path: str, touched: float | None) -> None:
      .partitionBy("day").parquet(path))
 
 
-def write_state(spark: SparkSession, history: str, results: Results) -> None:
+def computed_batches(previous: Previous | None) -> dict[str, int]:
+    return {row["kind"]: row["batch"] for row in previous.state["ingested_batches"]} if previous else {}
+
+
+def write_state(spark: SparkSession, history: str, results: Results, run: Run) -> None:
     # The ledgers and the event log are read whole on every run: only the sampled kinds' counts add up.
-    rejected = [{"kind": kind, "reason": reason, "count": count}
-                for kind, reason, count in results.rejected if kind in SAMPLED]
+    state = {"rejected": [{"kind": kind, "reason": reason, "count": count}
+                          for kind, reason, count in results.rejected if kind in SAMPLED],
+             "ingested_batches": [{"kind": kind, "batch": batch} for kind, batch in
+                                  sorted({**computed_batches(run.previous), **run.ingested.last_batch}.items())]}
     for name, schema in STATE_SCHEMAS.items():
         columns = [field.split()[0] for field in schema.split(", ")]
-        rows = rejected if name == "rejected" else getattr(results, name)
+        rows = state[name] if name in state else getattr(results, name)
         frame = spark.createDataFrame([tuple(row.get(column) for column in columns) for row in rows], schema)
         frame.write.mode("overwrite").parquet(_path(history, f"state/{name}"))
 

@@ -1,11 +1,14 @@
 """The RPO/RTO job: read telemetry, compute, write Parquet history, Prometheus exposition and an HTML report.
 
-    python -m continuity_rpo.job --telemetry DIR_OR_URI --output DIR [--incremental] [--sla sla.yml]
-                                 [--textfile FILE] [--pushgateway HOST:PORT] [--report FILE] [--as-of UNIX_TIME]
+    python -m continuity_rpo.job --telemetry DIR_OR_URI --output DIR [--incremental | --follow SECONDS]
+                                 [--sla sla.yml] [--textfile FILE] [--pushgateway HOST:PORT] [--report FILE] [--as-of UNIX_TIME]
                                  [--master URL] [--events FILE_OR_DIR] [--ledgers FILE_OR_DIR]
 
 Batch mode reads every telemetry file on each run; --incremental first ingests the files written since the last run
-into Parquet under OUTPUT/telemetry (Structured Streaming, exactly once) and computes from there.
+into Parquet under OUTPUT/telemetry (Structured Streaming, exactly once) and computes from there. --follow keeps
+one Spark application running: its streaming queries take new files every SECONDS (processing-time trigger) and a
+run after each interval recomputes what they took and publishes; stopped by SIGTERM, it starts again where its
+checkpoints and the batch notes say (telemetry.pending).
 
 Exit status 2 when the input cannot give an honest number (no telemetry, bad SLA file); rows it cannot use are
 counted per reason, printed and published (continuity_artemis_telemetry_rejected_rows), never guessed at.
@@ -14,8 +17,11 @@ counted per reason, printed and published (continuity_artemis_telemetry_rejected
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import signal
 import sys
+import threading
 import time
 
 from pyspark.sql import DataFrame, SparkSession
@@ -174,31 +180,69 @@ def write_history(tables: dict, output: str, touched: float | None = None) -> No
             frame.write.mode("overwrite").parquet(path)
 
 
-def run(spark: SparkSession, arguments, config: dict) -> Results:
+def run(spark: SparkSession, arguments, config: dict, follower: telemetry.Follower | None = None) -> Results:
+    """One run: with --incremental, take the new files (or, ``follower`` given, what its queries have taken) and
+    recompute what they touch; otherwise compute from every file."""
     plan = None
-    if arguments.incremental:
-        ingested = telemetry.ingest(spark, arguments.telemetry, arguments.output)
-        plan = incremental.plan(ingested, incremental.load(spark, arguments.output), config["window_seconds"])
-        for kind, count in ingested.rows.items():
-            print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
-        if plan.previous:
-            print(f"continuity_rpo: recomputing the windows from {plan.touched:.0f}, reading from "
-                  f"{plan.read_from:.0f}", file=sys.stderr)
-    data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
-                          arguments.output if plan else None, since=plan.read_from if plan else None)
-    # Taken once every file is listed: no row read was written after it, and a slow read does not make the
-    # telemetry published meanwhile look as if it came from the future.
-    clock = time.time()
-    results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of,
-                      plan)
-    write_history(results.tables, arguments.output, plan.touched if plan else None)
-    if plan:
-        incremental.write_state(spark, arguments.output, results)
+    if arguments.incremental and follower is None:
+        telemetry.ingest(spark, arguments.telemetry, arguments.output)
+    with follower.lock if follower else contextlib.nullcontext():
+        if arguments.incremental:
+            previous = incremental.load(spark, arguments.output)
+            ingested = telemetry.pending(spark, arguments.output, incremental.computed_batches(previous))
+            plan = incremental.plan(ingested, previous, config["window_seconds"])
+            for kind, count in ingested.rows.items():
+                print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
+            if plan.previous:
+                print(f"continuity_rpo: recomputing the windows from {plan.touched:.0f}, reading from "
+                      f"{plan.read_from:.0f}", file=sys.stderr)
+        data = telemetry.read(spark, arguments.telemetry, {"events": arguments.events, "ledgers": arguments.ledgers},
+                              arguments.output if plan else None, since=plan.read_from if plan else None)
+        # Taken once every file is listed: no row read was written after it, and a slow read does not make the
+        # telemetry published meanwhile look as if it came from the future.
+        clock = time.time()
+        results = compute(spark, data, config, arguments.as_of, clock if arguments.as_of is None else arguments.as_of,
+                          plan)
+        write_history(results.tables, arguments.output, plan.touched if plan else None)
+        if plan:
+            incremental.write_state(spark, arguments.output, results, plan)
+            telemetry.forget_batches(spark, arguments.output, plan.ingested.last_batch)
     finished = time.time()
     prometheus.publish(prometheus.registry_for(results, finished), arguments.textfile, arguments.pushgateway)
     if arguments.report:
         report.write(arguments.report, results, config)
     return results
+
+
+def follow(spark: SparkSession, arguments, config: dict, stopping: threading.Event) -> None:
+    """The long-running job: the ingest queries take new files every --follow seconds, and a run after each
+    interval recomputes what they took and publishes, until ``stopping`` is set (the run in progress ends first)."""
+    follower = telemetry.Follower(spark, arguments.telemetry, arguments.output, arguments.follow)
+    try:
+        while not stopping.is_set():
+            started = time.monotonic()
+            follower.poll()
+            try:
+                _print_results(run(spark, arguments, config, follower))
+            except telemetry.TelemetryError as exc:  # nothing to measure yet: the next interval may bring it
+                print(f"continuity_rpo: telemetry under {arguments.telemetry}: {exc}", file=sys.stderr)
+            # What a run cached is not read again: the next run reads the history it wrote.
+            spark.catalog.clearCache()
+            took = time.monotonic() - started
+            # A run longer than the interval delays the batches waiting for it (Spark says so for each query, every
+            # trigger): said here once per run instead.
+            print(f"continuity_rpo: run took {took:.1f} s" + (f", longer than --follow {arguments.follow:g}"
+                                                            if took > arguments.follow else ""), file=sys.stderr)
+            stopping.wait(max(0.0, arguments.follow - took))
+    finally:
+        follower.stop()
+
+
+def _print_results(results: Results) -> None:
+    for kind, reason, count in results.rejected:
+        print(f"continuity_rpo: rejected {count} {kind} row(s): {reason}", file=sys.stderr)
+    for row in results.current_rpo:
+        print(f"{row['source_datacentre']}->{row['target_datacentre']}: RPO {row['rpo_seconds']:.2f} s", flush=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -207,6 +251,8 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--output", required=True, help="where the Parquet history goes (path or URI)")
     parse.add_argument("--incremental", action="store_true",
                        help="ingest only the files new since the last run into OUTPUT/telemetry, compute from there")
+    parse.add_argument("--follow", type=float, metavar="SECONDS",
+                       help="keep running (implies --incremental): take new files and publish every SECONDS")
     parse.add_argument("--events", help="the operation playbooks' event log (default: TELEMETRY/events)")
     parse.add_argument("--ledgers", help="drill ledgers (default: TELEMETRY/ledgers)")
     parse.add_argument("--sla", help="the objectives (YAML); defaults apply without it")
@@ -220,9 +266,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     arguments = parser().parse_args(argv)
+    if arguments.follow is not None:
+        if not 1 <= arguments.follow <= 3600:
+            print(f"continuity_rpo: --follow {arguments.follow:g}: the interval must be 1 to 3600 seconds",
+                  file=sys.stderr)
+            return 2
+        arguments.incremental = True
     if arguments.incremental and arguments.as_of is not None:
         print("continuity_rpo: --as-of evaluates the whole telemetry at a past time; it cannot be combined with "
-              "--incremental", file=sys.stderr)
+              f"{'--follow' if arguments.follow is not None else '--incremental'}", file=sys.stderr)
         return 2
     try:
         config = sla.load(arguments.sla)
@@ -231,16 +283,19 @@ def main(argv=None) -> int:
         return 2
     spark = spark_session(arguments.master)
     try:
+        if arguments.follow is not None:
+            stopping = threading.Event()
+            for number in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(number, lambda *_: stopping.set())
+            follow(spark, arguments, config, stopping)
+            return 0
         results = run(spark, arguments, config)
     except telemetry.TelemetryError as exc:
         print(f"continuity_rpo: telemetry under {arguments.telemetry}: {exc}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
-    for kind, reason, count in results.rejected:
-        print(f"continuity_rpo: rejected {count} {kind} row(s): {reason}", file=sys.stderr)
-    for row in results.current_rpo:
-        print(f"{row['source_datacentre']}->{row['target_datacentre']}: RPO {row['rpo_seconds']:.2f} s")
+    _print_results(results)
     return 0
 
 

@@ -28,8 +28,10 @@ publish only complete files (store.py), which the streaming source needs: it rea
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import threading
 import time
 
 from pyspark.sql import DataFrame, SparkSession
@@ -223,42 +225,135 @@ def _hour(seconds):
 
 @dataclasses.dataclass
 class Ingested:
-    """What one incremental run took: rows per kind, the earliest usable time among them (where the run's
-    recomputation starts), and the rows rejected among them per (kind, reason)."""
+    """What the ingested batches not computed yet hold: rows per kind, the earliest usable time among them (where the
+    next run's recomputation starts), the rows rejected among them per (kind, reason), and per kind the last such
+    batch (what the run that computes them records as done)."""
     rows: dict[str, int] = dataclasses.field(default_factory=dict)
     earliest: dict[str, float] = dataclasses.field(default_factory=dict)
     rejected: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
+    last_batch: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def ingest(spark: SparkSession, root: str, history: str, now: float | None = None) -> Ingested:
+# Each ingested batch leaves a note of what it held (rows, earliest time, rejected rows per reason) beside the data,
+# written before the batch is committed: a job stopped between ingesting and computing finds the batches it has not
+# computed in these notes when it starts again, instead of in memory it lost.
+BATCH_NOTE_SCHEMA = "kind string, batch long, rows long, earliest double, reason string, rejected long"
+
+
+def _batch_notes(history: str) -> str:
+    return f"{history.rstrip('/')}/_ingest_log"
+
+
+def _batch_note_path(history: str, kind: str, batch_id: int) -> str:
+    return f"{_batch_notes(history)}/{kind}/b{batch_id}"
+
+
+def _ingest_batch(spark: SparkSession, history: str, kind: str, batch: DataFrame, batch_id: int, now: float | None,
+                  lock) -> None:
+    with lock:
+        batch = batch.withColumn("hour", _hour(F.col("time"))).withColumn("batch", F.lit(batch_id)).persist()
+        count, earliest = batch.agg(F.count("*"), F.min(F.when(_plausible(F.col("time")), F.col("time")))).first()
+        (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("hour", "batch")
+         .parquet(_ingested(history, kind)))
+        counts = _rejected_counts({kind: _tagged(kind, batch, time.time() if now is None else now)})
+        batch.unpersist()
+        notes = [(kind, batch_id, count, earliest, None, None)]
+        notes += [(kind, batch_id, count, earliest, reason, rejected) for _kind, reason, rejected in counts]
+        spark.createDataFrame(notes, BATCH_NOTE_SCHEMA).coalesce(1).write.mode("overwrite").json(
+            _batch_note_path(history, kind, batch_id))
+
+
+def _ingest_query(spark: SparkSession, root: str, history: str, kind: str, now: float | None, lock,
+                  every_seconds: float | None):
+    """The streaming query taking ``kind``'s new files into its Parquet table: once over what is there
+    (``every_seconds`` None) or every ``every_seconds`` until stopped."""
+    schema = _readable(SCHEMAS[kind])
+    writer = (_json(spark.readStream.schema(schema)).json(f"{root.rstrip('/')}/{kind}").select(*schema.fieldNames())
+              .writeStream.queryName(f"ingest_{kind}")
+              .foreachBatch(lambda batch, batch_id: _ingest_batch(spark, history, kind, batch, batch_id, now, lock))
+              .option("checkpointLocation", f"{history.rstrip('/')}/_checkpoints/{kind}"))
+    return writer.trigger(**({"availableNow": True} if every_seconds is None
+                             else {"processingTime": f"{every_seconds:g} seconds"})).start()
+
+
+def ingest(spark: SparkSession, root: str, history: str, now: float | None = None) -> None:
     """Append the sampled kinds' files not ingested yet to their Parquet tables. ``now``: the clock rows are
     validated against (default: this machine's when the batch is written, after its files were listed: a writer
     publishes a file only once it is closed, so no row in it was written later)."""
-    taken = Ingested()
     for kind in SAMPLED:
-        source = f"{root.rstrip('/')}/{kind}"
-        if not path_exists(spark, source):
+        if path_exists(spark, f"{root.rstrip('/')}/{kind}"):
+            _ingest_query(spark, root, history, kind, now, contextlib.nullcontext(), None).awaitTermination()
+
+
+class Follower:
+    """The ingest queries of a long-running job, every ``every_seconds``; ``lock`` is held while a batch is written
+    (take it to read a consistent history). A kind whose directory appears later is taken from then on."""
+
+    def __init__(self, spark: SparkSession, root: str, history: str, every_seconds: float):
+        self.spark, self.root, self.history, self.every_seconds = spark, root, history, every_seconds
+        self.lock = threading.Lock()
+        self.queries = {}
+        # A batch waiting for the lock while a run computes is "falling behind" at every trigger: the job reports
+        # its runs' length itself.
+        jvm = spark.sparkContext._jvm  # pylint: disable=protected-access
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor", jvm.org.apache.logging.log4j.Level.ERROR)
+
+    def poll(self) -> None:
+        """Start the queries of the kinds that have appeared; raise what a query failed with."""
+        for kind in SAMPLED:
+            if kind not in self.queries and path_exists(self.spark, f"{self.root.rstrip('/')}/{kind}"):
+                self.queries[kind] = _ingest_query(self.spark, self.root, self.history, kind, None, self.lock,
+                                                   self.every_seconds)
+        for kind, query in self.queries.items():
+            if query.exception() is not None:
+                raise TelemetryError(f"ingesting {kind} failed: {query.exception()}")
+
+    def stop(self) -> None:
+        for query in self.queries.values():
+            query.stop()
+
+
+def pending(spark: SparkSession, history: str, computed: dict[str, int]) -> Ingested:
+    """The ingested batches after ``computed`` (per kind, the last batch a run computed; all without)."""
+    taken = Ingested()
+    file_system, notes_path = _hadoop_path(spark, _batch_notes(history))
+    files = []
+    if file_system.exists(notes_path):
+        listing = file_system.listFiles(notes_path, True)
+        while listing.hasNext():
+            path = listing.next().getPath()
+            if path.getName().startswith("part-"):
+                files.append(path.toString())
+    if not files:
+        return taken
+    notes = spark.read.schema(BATCH_NOTE_SCHEMA).json(files)
+    after = F.lit(False)
+    for kind in SAMPLED:
+        after = after | ((F.col("kind") == kind) & (F.col("batch") > computed.get(kind, -1)))
+    for row in notes.where(after).collect():
+        kind = row["kind"]
+        taken.last_batch[kind] = max(row["batch"], taken.last_batch.get(kind, row["batch"]))
+        if row["reason"] is not None:
+            taken.rejected.append((kind, row["reason"], row["rejected"]))
             continue
-        schema = _readable(SCHEMAS[kind])
-
-        def write_batch(batch, batch_id, kind=kind):
-            batch = batch.withColumn("hour", _hour(F.col("time"))).withColumn("batch", F.lit(batch_id)).persist()
-            count, earliest = batch.agg(F.count("*"), F.min(F.when(_plausible(F.col("time")), F.col("time")))).first()
-            (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("hour", "batch")
-             .parquet(_ingested(history, kind)))
-            counts = _rejected_counts({kind: _tagged(kind, batch, time.time() if now is None else now)})
-            batch.unpersist()
-            taken.rows[kind] = taken.rows.get(kind, 0) + count
-            if earliest is not None:
-                taken.earliest[kind] = min(earliest, taken.earliest.get(kind, earliest))
-            taken.rejected.extend(counts)
-
-        query = (_json(spark.readStream.schema(schema)).json(source).select(*schema.fieldNames())
-                 .writeStream.foreachBatch(write_batch).queryName(f"ingest_{kind}")
-                 .option("checkpointLocation", f"{history.rstrip('/')}/_checkpoints/{kind}")
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
+        taken.rows[kind] = taken.rows.get(kind, 0) + row["rows"]
+        if row["earliest"] is not None:
+            taken.earliest[kind] = min(row["earliest"], taken.earliest.get(kind, row["earliest"]))
+    taken.rejected.sort()
     return taken
+
+
+def forget_batches(spark: SparkSession, history: str, computed: dict[str, int]) -> None:
+    """Remove the notes of the batches up to ``computed`` (recorded in the state as done)."""
+    for kind, last in computed.items():
+        file_system, path = _hadoop_path(spark, f"{_batch_notes(history)}/{kind}")
+        if not file_system.exists(path):
+            continue
+        for status in file_system.listStatus(path):
+            name = status.getPath().getName()
+            if name.startswith("b") and name[1:].isdigit() and int(name[1:]) <= last:
+                file_system.delete(status.getPath(), True)
 
 
 def _hours_since(spark: SparkSession, table: str, since: float | None) -> list[str]:

@@ -26,7 +26,7 @@ def _store(root, rows_by_kind):
 def _arguments(tmp_path, **overrides):
     values = dict(telemetry=str(tmp_path / "telemetry"), output=str(tmp_path / "history"), sla=None,
                   textfile=str(tmp_path / "rpo.prom"), pushgateway=None, report=str(tmp_path / "report.html"),
-                  as_of=None, master=None, events=None, ledgers=None, incremental=False)
+                  as_of=None, master=None, events=None, ledgers=None, incremental=False, follow=None)
     values.update(overrides)
     return types.SimpleNamespace(**values)
 
