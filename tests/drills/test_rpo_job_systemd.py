@@ -1,9 +1,10 @@
 """The rpo_job role on a systemd host that cannot reach any package index (a test-bed node booting systemd): it
-installs from a wheelhouse built on the controller, runs the collector and prober as services, and its timer runs
-the job, which publishes the RPO of every link, and for the group active at every datacentre (the bed's `shared`,
+installs from a wheelhouse built on the controller, runs the collector, the prober and the job as services (the job
+keeps running, one Spark application publishing every rpo_job_follow_seconds, and starts again where it stopped),
+and the job publishes the RPO of every link, and for the group active at every datacentre (the bed's `shared`,
 staging delay 20 s) the time its acknowledgements take to reach the other datacentres, read from the brokers'
 metrics endpoints. A drill for its length (about 12 minutes, most of it the wheelhouse, the offline install and the
-timer's first run): make drills, or pytest tests/drills/test_rpo_job_systemd.py."""
+job's first runs): make drills, or pytest tests/drills/test_rpo_job_systemd.py."""
 
 import os
 import subprocess
@@ -21,7 +22,8 @@ from support.measurement import NODE_PYTHON, build_wheelhouse, rpo_inventory
 
 pytestmark = pytest.mark.timeout(1800)
 
-UNITS = ("continuity-rpo-collector.service", "continuity-rpo-prober.service", "continuity-rpo-job.timer")
+UNITS = ("continuity-rpo-collector.service", "continuity-rpo-prober.service", "continuity-rpo-job.service")
+FOLLOW_SECONDS = 10
 TEXTFILE = "/var/lib/continuity-rpo/metrics/continuity_artemis.prom"
 
 
@@ -69,7 +71,12 @@ def _published(estate, node):
             for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
-def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhouse, units_stopped_afterwards, tmp_path):
+def _runs(estate, node, since):
+    """How many runs the job has published since ``since`` (each prints the RPO of dc1 -> dc2)."""
+    return _journal(estate, node, since).count("dc1->dc2: RPO")
+
+
+def test_rpo_job_on_an_offline_systemd_host_keeps_running_and_publishing(estate, wheelhouse, units_stopped_afterwards, tmp_path):
     node = estate.nodes[-1]
     host_python = estate.exec(node.name, "python3", "-c", "import sys; print(sys.version_info[:2])").strip()
     controller_python = subprocess.run([NODE_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], check=True,
@@ -83,10 +90,9 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
 
     inventory = rpo_inventory(TESTBED_INVENTORY, tmp_path, node, {
         "rpo_job_wheelhouse": wheelhouse,
-        "rpo_job_schedule_minutes": 1, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 10,
+        "rpo_job_follow_seconds": FOLLOW_SECONDS, "rpo_job_collector_interval": 2, "rpo_job_segment_seconds": 5,
         "rpo_job_sla": {"window_seconds": 10, "objectives": {"rpo_seconds": 5, "target_ratio": 0.9}}})
-    # The timer's first run starts while the second, idempotent run of rpo.yml checks the host: the journal is read
-    # from the first deployment on, so nothing from before it counts and the run that timer started does.
+    # The job starts with the first deployment: its journal is read from then on, so nothing from before counts.
     deploying, deploying_since = time.monotonic(), time.time()
     # Messages of `shared` produced and consumed at dc1 all along: their notices reach dc2 and dc3.
     dc1 = estate.dc("dc1")
@@ -111,17 +117,26 @@ def test_rpo_job_on_an_offline_systemd_host_runs_from_its_timer(estate, wheelhou
         with pytest.raises(urllib.error.HTTPError) as refused:
             prometheus.scrape(live_url, node.ca_cert, node.monitor_user, "not-the-monitoring-password")
         assert refused.value.code == 401
-        # Nobody starts the job: the timer does, once the first telemetry files are closed.
-        amqp.wait_for(lambda: _journal(estate, node.name, deploying_since),
-                      lambda text: "Finished continuity-rpo-job.service" in text,
-                      timeout=420, description=f"the timer running the job to its end on {node.name}")
-        # Read while the messages flow: the timer's next run would find none in its latest window.
+        # The job publishes once the first telemetry files are closed, then again every interval or so.
+        amqp.wait_for(lambda: _runs(estate, node.name, deploying_since), lambda runs: runs >= 1, timeout=420,
+                      description=f"the job's first publication on {node.name}")
+        estate.record_timing("rpo_job.systemd_deploy_to_first_run_done_s", time.monotonic() - deploying)
+        first_seen = time.monotonic()
+        amqp.wait_for(lambda: _runs(estate, node.name, deploying_since), lambda runs: runs >= 4, timeout=300,
+                      description=f"three more publications of the job on {node.name}")
+        estate.record_timing("rpo_job.systemd_three_runs_s", time.monotonic() - first_seen)
+        # Stopped (as systemd does at a shutdown or a restart), it starts again from its checkpoints and publishes.
+        restarted_since = time.time()
+        estate.exec(node.name, "systemctl", "restart", "continuity-rpo-job.service")
+        amqp.wait_for(lambda: _runs(estate, node.name, restarted_since), lambda runs: runs >= 2, timeout=300,
+                      description=f"the job publishing again after its restart on {node.name}")
+        # Read while the messages flow: a later run would find none in its latest window.
         metrics = _published(estate, node.name)
     assert producer.accepted_ids() and consumer.accepted_ids()
-    estate.record_timing("rpo_job.systemd_deploy_to_first_run_done_s", time.monotonic() - deploying)
-    result = estate.exec(node.name, "systemctl", "show", "continuity-rpo-job.service", "-p", "Result", "--value")
-    assert result.strip() == "success"
-    assert "dc1->dc2: RPO" in _journal(estate, node.name, deploying_since)
+    journal = _journal(estate, node.name, deploying_since)
+    assert "Traceback" not in journal, journal[-4000:]
+    assert estate.exec(node.name, "systemctl", "show", "continuity-rpo-job.service", "-p", "NRestarts",
+                       "--value").strip() == "0"  # never failed: the restart above is not counted
     links = {dict(labels)["target_datacentre"] for name, labels in metrics
              if name == "continuity_artemis_rpo_seconds" and dict(labels)["source_datacentre"] == "dc1"}
     assert links == {other.dc for other in estate.passive()}

@@ -25,6 +25,7 @@ CASES = {
     "wheelhouse without the job's wheels": ({"rpo_job_wheelhouse": "EMPTY_DIR"}, ["rpo_job_wheelhouse", "pyspark"]),
     "empty probe password": ({"rpo_job_probe_password": ""}, ["rpo_job_probe_password"]),
     "zero collector interval": ({"rpo_job_collector_interval": 0}, ["rpo_job_collector_interval"]),
+    "follow interval over an hour": ({"rpo_job_follow_seconds": 7200}, ["rpo_job_follow_seconds", "7200"]),
     "probe route to an unknown datacentre": (
         {"rpo_job_probe_routes": [{"address": "continuity.probe", "source": "dc1", "targets": ["dc9"]}]},
         ["rpo_job_probe_routes", "dc9"]),
