@@ -231,8 +231,8 @@ def follow(spark: SparkSession, arguments, config: dict, stopping: threading.Eve
             took = time.monotonic() - started
             # A run longer than the interval delays the batches waiting for it (Spark says so for each query, every
             # trigger): said here once per run instead.
-            print(f"continuity_rpo: run took {took:.1f} s" + (f", longer than --follow {arguments.follow:g}"
-                                                            if took > arguments.follow else ""), file=sys.stderr)
+            behind = f", longer than --follow {arguments.follow:g}" if took > arguments.follow else ""
+            print(f"continuity_rpo: run took {took:.1f} s{behind}", file=sys.stderr)
             stopping.wait(max(0.0, arguments.follow - took))
     finally:
         follower.stop()
