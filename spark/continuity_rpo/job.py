@@ -180,9 +180,10 @@ def write_history(tables: dict, output: str, touched: float | None = None) -> No
             frame.write.mode("overwrite").parquet(path)
 
 
-def run(spark: SparkSession, arguments, config: dict, follower: telemetry.Follower | None = None) -> Results:
+def run(spark: SparkSession, arguments, config: dict, follower: telemetry.Follower | None = None,
+        with_report: bool = True) -> Results:
     """One run: with --incremental, take the new files (or, ``follower`` given, what its queries have taken) and
-    recompute what they touch; otherwise compute from every file."""
+    recompute what they touch; otherwise compute from every file. The report (--report) only ``with_report``."""
     plan = None
     if arguments.incremental and follower is None:
         telemetry.ingest(spark, arguments.telemetry, arguments.output)
@@ -209,21 +210,28 @@ def run(spark: SparkSession, arguments, config: dict, follower: telemetry.Follow
             telemetry.forget_batches(spark, arguments.output, plan.ingested.last_batch)
     finished = time.time()
     prometheus.publish(prometheus.registry_for(results, finished), arguments.textfile, arguments.pushgateway)
-    if arguments.report:
+    if arguments.report and with_report:
         report.write(arguments.report, results, config)
     return results
+
+
+# Following, the HTML report (seconds of drawing, for people) is written at most this often; Prometheus gets every run.
+REPORT_EVERY_SECONDS = 300
 
 
 def follow(spark: SparkSession, arguments, config: dict, stopping: threading.Event) -> None:
     """The long-running job: the ingest queries take new files every --follow seconds, and a run after each
     interval recomputes what they took and publishes, until ``stopping`` is set (the run in progress ends first)."""
     follower = telemetry.Follower(spark, arguments.telemetry, arguments.output, arguments.follow)
+    reported = None
     try:
         while not stopping.is_set():
             started = time.monotonic()
             follower.poll()
+            report_due = reported is None or started - reported >= REPORT_EVERY_SECONDS
             try:
-                _print_results(run(spark, arguments, config, follower))
+                _print_results(run(spark, arguments, config, follower, with_report=report_due))
+                reported = started if report_due else reported
             except telemetry.TelemetryError as exc:  # nothing to measure yet: the next interval may bring it
                 print(f"continuity_rpo: telemetry under {arguments.telemetry}: {exc}", file=sys.stderr)
             # What a run cached is not read again: the next run reads the history it wrote.

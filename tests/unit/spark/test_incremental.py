@@ -140,25 +140,3 @@ def test_a_file_published_while_the_job_reads_is_not_from_the_future(spark, tmp_
                       job.sla.load(None))
     assert [reason for kind, reason, count in results.rejected if kind == "probes" and count] == []
     assert results.as_of > T0 + 400 + 30
-
-
-def test_a_run_stopped_between_ingesting_and_computing_loses_nothing(spark, tmp_path):
-    """The job stops after its streaming queries committed a batch but before it computed it (killed, host down):
-    the next run finds that batch in its note and recomputes from it, as a run over the whole telemetry does."""
-    root, rows = tmp_path / "telemetry", _telemetry()
-    incremental = _arguments(tmp_path, incremental=True, report=None, textfile=None)
-    _publish(root, 0, *SEGMENTS[0], rows)
-    job.run(spark, incremental, job.sla.load(None))
-    _publish(root, 1, *SEGMENTS[1], rows)
-    job.telemetry.ingest(spark, str(root), incremental.output)  # ... and the job stops here
-    _publish(root, 2, *SEGMENTS[2], rows)
-    published = job.run(spark, incremental, job.sla.load(None))
-    batch = job.run(spark, _arguments(tmp_path, output=str(tmp_path / "batch"), report=None, textfile=None),
-                    job.sla.load(None))
-
-    assert (published.recomputed_from, published.read_from) == (T0 + 360, T0 + 300)  # from segment 1's rows
-    expected = _comparable(batch)
-    for name, value in _comparable(published).items():
-        assert value == expected[name], name
-    # Computed batches are recorded and their notes removed: a run with nothing new recomputes nothing.
-    assert job.telemetry.pending(spark, incremental.output, {}).rows == {}
