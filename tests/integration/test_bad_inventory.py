@@ -221,6 +221,10 @@ def _metrics_port_clash(hosts, all_vars):
     all_vars["broker_metrics_port"] = 8161
 
 
+def _journal_file_size_not_a_size(hosts, all_vars):
+    all_vars["broker_journal_file_size"] = "10 megs"
+
+
 def _divert_without_an_address(hosts, all_vars):
     all_vars["broker_queues"] = [{"name": "orders.copy"}]
     all_vars["broker_diverts"] = [{"name": "orders-copy", "forwarding_address": "orders.copy"}]
@@ -321,6 +325,7 @@ CASES = {
     "metrics role that no user holds": (_metrics_role_nobody_holds, ["broker_metrics_role", "scrapers"]),
     "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),
     "divert without an address": (_divert_without_an_address, ["broker_diverts", "address"]),
+    "journal file size that is not a size": (_journal_file_size_not_a_size, ["broker_journal_file_size", "10 megs"]),
     "bridge to an undefined connector": (
         _bridge_to_an_undefined_connector, ["broker_bridges", "orders-to-dr", "dr-site", "broker_connectors"]),
 }
