@@ -49,6 +49,10 @@ BROKER_HEAP = {"broker_java_max_heap": broker_role_default("broker_java_max_heap
 # On an estate the brokers have hosts of their own; here the controller (ansible), the load and the pollers share
 # the brokers' CPUs. The drill runs them at this niceness so that the brokers keep precedence, as on their own hosts
 # (the nodes' sshd, and so the brokers, were started before). DRILL_NICE=0 shares the CPUs equally.
+# With the kernel's autogroup scheduling (sched_autogroup_enabled) a process's niceness weighs only against its own
+# session: each broker, started over its own SSH session, is a group of its own, and until 2026-11-29 the drill's
+# session (the load, the pollers, ansible-playbook) competed with each of them as an equal.
+AUTOGROUP = "/proc/self/autogroup"
 CONTROLLER_NICE = int(os.environ.get("DRILL_NICE", "10"))
 
 
@@ -96,10 +100,29 @@ def _niceness(nice):
     """Per thread on Linux: the load and poller threads and ansible-playbook, started inside, inherit it. Restored
     even when the drill fails, so that a next drill's test bed (its sshd, and so its brokers) is not started niced."""
     os.setpriority(os.PRIO_PROCESS, 0, nice)
+    group_nice = _autogroup_nice()
+    if group_nice is not None:
+        _set_autogroup_nice(nice)
     try:
         yield
     finally:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
+        if group_nice is not None:
+            _set_autogroup_nice(group_nice)
+
+
+def _autogroup_nice():
+    """The niceness of this session's scheduling group, or None where the kernel has no autogroups."""
+    try:
+        with open(AUTOGROUP) as handle:
+            return int(handle.read().split("nice")[1])
+    except FileNotFoundError:
+        return None
+
+
+def _set_autogroup_nice(nice):
+    with open(AUTOGROUP, "w") as handle:
+        handle.write(str(nice))
 
 
 def _drill_at_priority(name, estate, inventory, change, playbook):
@@ -188,10 +211,11 @@ def _drill_at_priority(name, estate, inventory, change, playbook):
     return figures
 
 
-def _assert_safe(figures, restarts=4):
+def _assert_safe(figures, restarts=4, longest_live_gap_s=LONGEST_GAP_S):
     for dc, seen in figures["datacentres"].items():
         assert seen["pair_down_s"] == [], f"both brokers of {dc} down together: {seen}"
-        assert seen["longest_live_gap_s"] <= LONGEST_GAP_S, f"{dc} had no live broker: {seen}"
+        if longest_live_gap_s is not None:
+            assert seen["longest_live_gap_s"] <= longest_live_gap_s, f"{dc} had no live broker: {seen}"
     assert figures["datacentres_disturbed_together_s"] == [], "two datacentres restarted at the same time"
     for group, ledger in figures["groups"].items():
         assert ledger["lost"] == 0, f"{group}: {ledger}"
@@ -209,6 +233,40 @@ def test_rolling_restart_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     figures = _drill("rolling_restart_2x2", fresh_2x2, inventory, {"broker_java_max_heap": "2560m"})
     _assert_safe(figures)
     _assert_heap(fresh_2x2, "2560m")
+
+
+def _journal_files(estate):
+    """Each broker's journal files, {broker: {"data": [sizes], "attic": [sizes]}}."""
+    files = {}
+    for node in estate.nodes:
+        journal = f"/var/opt/artemis/{node.name}/data/journal"
+        listing = estate.exec(node.name, "find", journal, "-name", "*.amq", "-printf", "%s %h\\n")
+        found = {"data": [], "attic": []}
+        for line in listing.splitlines():
+            size, directory = line.split(" ", 1)
+            found["attic" if directory.endswith("/attic") else "data"].append(int(size))
+        files[node.name] = found
+    return files
+
+
+def test_journal_file_size_changed_on_a_2x2_estate_under_load(fresh_2x2, tmp_path):
+    """An estate built with Artemis's own 10M journal files moved to the role's default by a rolling restart: pairs
+    run with two sizes for a while (a backup on the new size synchronises the live's old files), and nothing is lost.
+    The takeovers onto old-size files are as long as before, so the gap is recorded, not held to the bound."""
+    old_size, new_size = "10M", broker_role_default("broker_journal_file_size")
+    inventory = layout_inventory(tmp_path, "shared_nothing", extra={**BROKER_HEAP, "broker_journal_file_size": old_size})
+    built = run_playbook("site.yml", inventory=inventory)
+    assert built.rc == 0, built.output[-6000:]
+    set_layout_vars(inventory, "shared_nothing", BROKER_HEAP)
+    figures = _drill("journal_file_size_2x2", fresh_2x2, inventory, {})
+    figures["journal_file_size"] = {"from": old_size, "to": new_size}
+    figures["journal_files_after"] = _journal_files(fresh_2x2)
+    with open(os.path.join(RESULTS, _results_name("journal_file_size_2x2")), "w") as handle:
+        json.dump(figures, handle, indent=2)
+    _assert_safe(figures, longest_live_gap_s=None)
+    for node in fresh_2x2.nodes:
+        configured = fresh_2x2.exec(node.name, "cat", f"/var/opt/artemis/{node.name}/etc/broker.xml")
+        assert f"<journal-file-size>{new_size}</journal-file-size>" in configured, node.name
 
 
 def test_upgrade_of_a_2x2_estate_under_load(fresh_2x2, tmp_path):
