@@ -252,7 +252,8 @@ def _journal_files(estate):
 def test_journal_file_size_changed_on_a_2x2_estate_under_load(fresh_2x2, tmp_path):
     """An estate built with Artemis's own 10M journal files moved to the role's default by a rolling restart: pairs
     run with two sizes for a while (a backup on the new size synchronises the live's old files), and nothing is lost.
-    The takeovers onto old-size files are as long as before, so the gap is recorded, not held to the bound."""
+    The first takeovers read old-size files, as long as before the change, so the gap is recorded, not held to the
+    bound."""
     old_size, new_size = "10M", broker_role_default("broker_journal_file_size")
     inventory = layout_inventory(tmp_path, "shared_nothing", extra={**BROKER_HEAP, "broker_journal_file_size": old_size})
     built = run_playbook("site.yml", inventory=inventory)
