@@ -2,7 +2,7 @@
 # Copyright: continuity.artemis contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that give the broker role the rules of module_utils/artemis_broker_config.py (acceptors, connectors,
-queues, diverts and core bridges)."""
+queues, diverts, core bridges and broker properties)."""
 
 from __future__ import annotations
 
@@ -42,10 +42,25 @@ def artemis_acceptor_errors(acceptors):
     return artemis_broker_config.acceptor_errors(acceptors)
 
 
+def artemis_broker_properties(properties):
+    return artemis_broker_config.broker_properties_text(properties)
+
+
+def artemis_broker_property_errors(properties):
+    return artemis_broker_config.broker_property_errors(properties)
+
+
+def artemis_unapplied_broker_properties(status):
+    return artemis_broker_config.unapplied_broker_properties(status)
+
+
 class FilterModule:
     def filters(self):
         return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
                 'artemis_diverts': artemis_diverts, 'artemis_bridges': artemis_bridges,
                 'artemis_broker_config_errors': artemis_broker_config_errors,
                 'artemis_acceptor_changes': artemis_acceptor_changes,
-                'artemis_client_acceptors': artemis_client_acceptors, 'artemis_acceptor_errors': artemis_acceptor_errors}
+                'artemis_client_acceptors': artemis_client_acceptors, 'artemis_acceptor_errors': artemis_acceptor_errors,
+                'artemis_broker_properties': artemis_broker_properties,
+                'artemis_broker_property_errors': artemis_broker_property_errors,
+                'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties}

@@ -11,6 +11,7 @@ queue is refused, and a duplicate name of the shared xsd:ID space stops the brok
 
 from __future__ import annotations
 
+import json
 import re
 from xml.sax.saxutils import unescape
 
@@ -225,3 +226,98 @@ def acceptor_errors(acceptors):
                       'STOMP or MQTT login carries the password in plain text, and Artemis would take one it had seen '
                       'before on another acceptor. Use TLS, or say plain_text_passwords: true.' % with_logins)
     return errors
+
+
+# Broker properties (Artemis's etc/broker.properties, applied over broker.xml at start) name the bean properties of
+# Artemis's configuration; the first part of a key is one of them. Those the collection sets itself, and where to
+# set them instead: a key may not change replication, security or what a role variable already says.
+_OWNED_BY = {
+    'the replication role (the mirrors)': ('amqpconnections', 'amqpconnectionconfigurations', 'internalnamingprefix'),
+    'broker_acceptors': ('acceptorconfigurations',),
+    'broker_connectors': ('connectorconfigurations',),
+    'broker_bridges': ('bridgeconfigurations',),
+    'broker_diverts': ('divertconfigurations',),
+    'broker_addresses or broker_queues': ('addressconfigurations', 'queueconfigs', 'queueconfigurations'),
+    'broker_address_settings': ('addresssettings', 'addressessettings'),
+    'broker_roles and broker_management_roles': (
+        'securityenabled', 'securityroles', 'securitysettingplugins', 'securityrolenamemapping', 'jaasconfigs',
+        'managementmessagerbac', 'managementrbacprefix', 'viewpermissionmethodmatchpattern', 'managementaddress',
+        'managementnotificationaddress', 'rejectemptyvalidateduser', 'populatevalidateduser'),
+    'broker_ha': ('hapolicyconfiguration', 'clusteruser', 'clusterpassword', 'clusterconfigurations',
+                  'broadcastgroupconfigurations', 'discoverygroupconfigurations', 'nodemanagerlockdirectory',
+                  'lockcoordinatorconfiguration'),
+    'broker_metrics_enabled and the replication role (the broker plugins)': ('brokerplugins', 'metricsplugin',
+                                                                             'metricsconfiguration'),
+    'broker_data_dir': ('journaldirectory', 'bindingsdirectory', 'pagingdirectory', 'largemessagesdirectory',
+                        'persistenceenabled'),
+    'broker_journal_file_size': ('journalfilesize',),
+    'broker_journal_type': ('journaltype',),
+    'broker_journal_datasync': ('journaldatasync',),
+    'broker_journal_compact_min_files': ('journalcompactminfiles',),
+    'broker_journal_compact_percentage': ('journalcompactpercentage',),
+    'broker_global_max_size': ('globalmaxsize',),
+    'broker_max_disk_usage': ('maxdiskusage',),
+    'broker_name': ('name',),
+    # Address matching and reloading are what the collection's own settings rely on.
+    'nothing: the estate relies on the default wildcards': ('wildcardconfiguration', 'wildcardroutingenabled'),
+    'nothing: the role relies on Artemis reloading broker.xml': ('configurationfilerefreshperiod',),
+}
+OWNED_BROKER_PROPERTIES = dict((name, owner) for owner, names in _OWNED_BY.items() for name in names)
+
+
+def broker_property_errors(properties):
+    """Why ``properties`` (broker_properties) cannot be written: a key that is not a non-empty string, a value that is
+    not a string, number or boolean, or a key the collection owns (``OWNED_BROKER_PROPERTIES``)."""
+    errors = []
+    if not isinstance(properties, dict):
+        return ['broker_properties must be a dictionary of keys and values, got %s' % type(properties).__name__]
+    for key, value in properties.items():
+        if not isinstance(key, str) or not key.strip():
+            errors.append('broker_properties: a key must be a non-empty string, got %r' % (key,))
+            continue
+        if value is None or isinstance(value, (dict, list)):
+            errors.append('broker_properties[%r] must be a string, number or boolean, got %r' % (key, value))
+        owner = OWNED_BROKER_PROPERTIES.get(key.split('.', 1)[0].strip().lower())
+        if owner:
+            errors.append('broker_properties[%r]: %s is set by the collection; use %s'
+                          % (key, key.split('.', 1)[0], owner))
+    return errors
+
+
+_PROPERTIES_ESCAPES = {'\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\f': '\\f'}
+
+
+def _properties_escape(text, key):
+    """``text`` as java.util.Properties reads it back: separators in a key and a leading blank escaped, control and
+    non-ASCII characters as \\uXXXX."""
+    escaped = []
+    for position, char in enumerate(text):
+        if char in _PROPERTIES_ESCAPES:
+            escaped.append(_PROPERTIES_ESCAPES[char])
+        elif (key and char in '=: #!') or (position == 0 and char in ' #!'):
+            escaped.append('\\' + char)
+        elif not ' ' <= char <= '~':
+            utf16 = char.encode('utf-16-be')
+            escaped.append(''.join('\\u%02x%02x' % (utf16[i], utf16[i + 1]) for i in range(0, len(utf16), 2)))
+        else:
+            escaped.append(char)
+    return ''.join(escaped)
+
+
+def broker_properties_text(properties):
+    """The lines of etc/broker.properties for ``properties``, sorted by key (booleans as Artemis writes them)."""
+    lines = []
+    for key in sorted(properties):
+        value = properties[key]
+        value = ('true' if value else 'false') if isinstance(value, bool) else str(value)
+        lines.append('%s=%s' % (_properties_escape(key, key=True), _properties_escape(value, key=False)))
+    return '\n'.join(lines)
+
+
+def unapplied_broker_properties(status):
+    """The broker properties Artemis could not apply, from its status (the broker's ``Status`` attribute, JSON):
+    ``["key=value: reason"]`` over every properties file it read."""
+    sources = ((json.loads(status) if isinstance(status, str) else status or {})
+               .get('configuration', {}).get('properties', {}))
+    return ['%s: %s' % (error.get('value'), error.get('reason'))
+            for source in sources.values() for error in (source.get('errors') or [])]

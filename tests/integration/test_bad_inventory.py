@@ -225,6 +225,18 @@ def _journal_file_size_not_a_size(hosts, all_vars):
     all_vars["broker_journal_file_size"] = "10 megs"
 
 
+def _jvm_option_with_a_blank(hosts, all_vars):
+    all_vars["broker_java_extra_args"] = ["-Dcontinuity.note=two words"]
+
+
+def _disk_usage_above_100(hosts, all_vars):
+    all_vars["broker_max_disk_usage"] = 150
+
+
+def _broker_property_the_collection_owns(hosts, all_vars):
+    all_vars["broker_properties"] = {"criticalAnalyzerTimeout": 120000, "AMQPConnections.dc2.uri": "tcp://x:5672"}
+
+
 def _divert_without_an_address(hosts, all_vars):
     all_vars["broker_queues"] = [{"name": "orders.copy"}]
     all_vars["broker_diverts"] = [{"name": "orders-copy", "forwarding_address": "orders.copy"}]
@@ -326,6 +338,10 @@ CASES = {
     "metrics port clashes with management": (_metrics_port_clash, ["broker_metrics_port", "8161"]),
     "divert without an address": (_divert_without_an_address, ["broker_diverts", "address"]),
     "journal file size that is not a size": (_journal_file_size_not_a_size, ["broker_journal_file_size", "10 megs"]),
+    "JVM option with a blank": (_jvm_option_with_a_blank, ["broker_java_extra_args", "two words"]),
+    "disk usage above 100 %": (_disk_usage_above_100, ["broker_max_disk_usage", "150"]),
+    "broker property the collection owns": (
+        _broker_property_the_collection_owns, ["broker_properties", "AMQPConnections", "replication role"]),
     "bridge to an undefined connector": (
         _bridge_to_an_undefined_connector, ["broker_bridges", "orders-to-dr", "dr-site", "broker_connectors"]),
 }

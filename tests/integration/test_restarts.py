@@ -4,6 +4,7 @@ running on)."""
 
 import json
 import shutil
+import time
 
 import pytest
 
@@ -24,6 +25,14 @@ def changed_inventory(estate, tmp_path_factory, bed_needed_after_module):
         assert result.rc == 0, result.output[-4000:]
 
 
+# Settings that only take effect on restart: the JVM's (artemis.profile), the capacity (broker.xml's part that is not
+# reloaded) and a broker property (etc/broker.properties).
+RESTART_LEVEL_CHANGE = {"broker_java_max_heap": "500m", "broker_java_min_heap": "256m", "broker_java_gc": "Parallel",
+                        "broker_java_gc_args": [], "broker_java_extra_args": ["-Dcontinuity.test=restarts"],
+                        "broker_global_max_size": "64M", "broker_max_disk_usage": 95,
+                        "broker_properties": {"transactionTimeout": 120000}}
+
+
 def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(changed_inventory):
     estate, inventory = changed_inventory
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
@@ -39,22 +48,91 @@ def test_mirror_connection_change_restarts_only_the_brokers_that_hold_it(changed
     assert result.recap()[dc2.name]["changed"] == 0
 
 
+# Logging: Artemis's log4j reads its file again every 5 s, so these change no broker's process.
+LOGGING_CHANGE = {"broker_log_audit": True, "broker_log_levels": {"org.apache.activemq.artemis.core.server": "DEBUG"},
+                  "broker_log_rollover_size": "20KB", "broker_log_rollover_keep": 3}
+
+
+def _log_files(estate, node):
+    listing = estate.exec(node.name, "ls", f"/var/opt/artemis/{node.name}/log")
+    return sorted(listing.split())
+
+
+def _rollovers(files, log):
+    """How many times ``log`` rolled over at its size today: the highest index of its rolled files (name.DATE.N)."""
+    return max([int(name.rsplit(".", 1)[1]) for name in files if name.startswith(log + ".")], default=0)
+
+
+def test_a_logging_change_lands_on_every_broker_without_a_restart(changed_inventory):
+    """Levels, the audit log and a size rollover keeping 3 files: in place at once, no broker restarted; the audit
+    log records management calls and rolls over at 20 KB, keeping the newest 3."""
+    estate, inventory = changed_inventory
+    pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
+
+    result = run_playbook("site.yml", inventory=str(inventory), extra_args=["-e", json.dumps(LOGGING_CHANGE)])
+    assert result.rc == 0, result.output[-6000:]
+    assert result.rolling_restarts() == []
+    assert all(estate.broker_pids(node) == pids[node.name] for node in estate.nodes)
+
+    for node in estate.nodes:
+        management = node.management()
+        deadline = time.monotonic() + 120
+        while _rollovers(_log_files(estate, node), "audit.log") < 5:  # then two have been deleted
+            assert time.monotonic() < deadline, f"{node.name}: audit.log not rolled over: {_log_files(estate, node)}"
+            for _call in range(50):
+                management.queue_names()  # each a management call the audit log records
+        rolled = [name for name in _log_files(estate, node) if name.startswith("audit.log.")]
+        assert len(rolled) == 3, rolled
+        audit = estate.exec(node.name, "cat", f"/var/opt/artemis/{node.name}/log/audit.log")
+        assert f"User {node.admin_user}" in audit, audit[-2000:]
+        assert "DEBUG" in estate.exec(node.name, "cat", f"/var/opt/artemis/{node.name}/log/artemis.log")
+
+
 def test_a_change_that_needs_a_restart_restarts_one_broker_at_a_time_and_says_what_clients_lose(changed_inventory):
     """Both datacentres own a group here (dc1 `all`, dc2 `east`) and have one broker each: they restart one after
     the other, in inventory order, and the play says that their clients lose them meanwhile."""
     estate, inventory = changed_inventory
     pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
 
-    result = run_playbook("site.yml", inventory=str(inventory),
-                          extra_args=["-e", json.dumps({"broker_java_max_heap": "500m"})])
+    result = run_playbook("site.yml", inventory=str(inventory), extra_args=["-e", json.dumps(RESTART_LEVEL_CHANGE)])
     assert result.rc == 0, result.output[-6000:]
 
     assert all(estate.broker_pids(node) != pids[node.name] for node in estate.nodes)
     restarted = result.rolling_restarts()
     assert [entry["broker"] for entry in restarted] == [node.name for node in estate.nodes]
-    assert all(entry["why"] == "changed artemis.profile" for entry in restarted)
+    assert all(entry["why"] == "changed artemis.profile; changed broker.properties; changed restart-required.xml"
+               for entry in restarted), restarted
     first, second = restarted
     assert float(first["finished"]) <= float(second["started"]), "two datacentres restarted at the same time"
     for node in estate.nodes:
         assert f"the only broker of {node.dc}" in result.output and "its clients lose it" in result.output
     estate.record_timing("rolling_restart_2x1_s", float(second["finished"]) - float(first["started"]))
+
+
+def test_the_jvm_capacity_and_broker_properties_of_the_change_are_what_each_broker_runs_with(changed_inventory):
+    """Read back from the brokers the previous test restarted: their JVM's options, and through Jolokia the capacity
+    settings and a broker property."""
+    estate, _inventory = changed_inventory
+    for node in estate.nodes:
+        command_line = estate.exec(node.name, "cat", f"/proc/{estate.broker_pids(node)[0]}/cmdline").split("\0")
+        assert "-XX:+UseParallelGC" in command_line and "-XX:+UseG1GC" not in command_line
+        assert "-Xms256m" in command_line and "-Dcontinuity.test=restarts" in command_line
+        broker = 'org.apache.activemq.artemis:broker="%s"' % node.name
+        values = node.management().read(broker, ["GlobalMaxSize", "MaxDiskUsage", "TransactionTimeout"])
+        assert values == {"GlobalMaxSize": 64 * 1024 * 1024, "MaxDiskUsage": 95, "TransactionTimeout": 120000}
+
+
+def test_a_broker_property_artemis_cannot_apply_stops_the_rolling_restart_at_the_first_broker(changed_inventory):
+    estate, inventory = changed_inventory
+    first, second = estate.nodes
+    pids = {node.name: estate.broker_pids(node) for node in estate.nodes}
+
+    change = dict(RESTART_LEVEL_CHANGE, broker_properties=dict(RESTART_LEVEL_CHANGE["broker_properties"],
+                                                               noSuchSetting=1))
+    result = run_playbook("site.yml", inventory=str(inventory), extra_args=["-e", json.dumps(change)])
+
+    assert result.rc != 0
+    assert "noSuchSetting=1" in result.output and "could not apply" in result.output, result.output[-4000:]
+    assert estate.broker_pids(first) != pids[first.name], "the first broker was not restarted"
+    assert estate.broker_pids(first), "the first broker does not run"
+    assert estate.broker_pids(second) == pids[second.name], "the rolling restart went on to the next broker"

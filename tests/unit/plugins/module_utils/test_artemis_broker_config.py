@@ -1,7 +1,10 @@
 """The broker's own routing (broker_queues, broker_diverts, broker_connectors, broker_bridges): what broker.xml makes of
 it, and the rules between entries that argument specs cannot check."""
 
+import json
 import os
+import shutil
+import subprocess
 
 import pytest
 import yaml
@@ -159,3 +162,80 @@ def test_safe_acceptors_have_no_errors():
         {"name": "inside", "port": 5672, "protocols": ["AMQP"], "tls": False},
         {"name": "legacy", "port": 61610, "protocols": ["CORE"], "tls": False, "plain_text_passwords": True},
     ]) == []
+
+
+# broker_properties: what etc/broker.properties says, and the keys the collection keeps for itself.
+
+PROPERTY_READER = """
+import java.io.FileInputStream;
+import java.util.Properties;
+import java.util.TreeMap;
+
+public class ReadProperties {
+    public static void main(String[] arguments) throws Exception {
+        Properties properties = new Properties();
+        try (FileInputStream in = new FileInputStream(arguments[0])) {
+            properties.load(in);  // an InputStream, as Artemis reads broker.properties: ISO-8859-1
+        }
+        for (var entry : new TreeMap<Object, Object>(properties).entrySet()) {
+            System.out.print(entry.getKey() + "\\u0000" + entry.getValue() + "\\u0000");
+        }
+    }
+}
+"""
+
+
+def test_broker_properties_read_back_by_java_as_written(tmp_path):
+    """The file is read by java.util.Properties the way Artemis reads it: every key and value comes back whole."""
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("java is needed (make setup installs it for the brokers)")
+    properties = {"criticalAnalyzerTimeout": 120000, 'addressSettings."orders.eu".maxSizeBytes': "10MB",
+                  "a key=with:separators #and blanks": " a value\\with\nnewline, é and 😀", "!bang": "#hash",
+                  "flag": True}
+    (tmp_path / "broker.properties").write_text("# a comment\n" + config.broker_properties_text(properties) + "\n",
+                                                encoding="ascii")
+    (tmp_path / "ReadProperties.java").write_text(PROPERTY_READER)
+    read = subprocess.run([java, str(tmp_path / "ReadProperties.java"), str(tmp_path / "broker.properties")],
+                          capture_output=True, check=True).stdout.decode("utf-8").split("\0")[:-1]
+    assert dict(zip(read[::2], read[1::2])) == dict(
+        (key, ("true" if value is True else str(value))) for key, value in properties.items())
+
+
+def test_broker_properties_are_sorted_one_per_line():
+    assert config.broker_properties_text({"b": 2, "a": False}) == "a=false\nb=2"
+
+
+@pytest.mark.parametrize("properties, words", [
+    ({"AMQPConnections.dc2.uri": "tcp://x:5672"}, ["AMQPConnections", "replication role"]),
+    ({"securityEnabled": False}, ["securityEnabled", "broker_roles"]),
+    ({"acceptorConfigurations.tcp.params.port": 61617}, ["acceptorConfigurations", "broker_acceptors"]),
+    ({"HAPolicyConfiguration": "PRIMARY_ONLY"}, ["HAPolicyConfiguration", "broker_ha"]),
+    ({"globalMaxSize": "1G"}, ["globalMaxSize", "broker_global_max_size"]),
+    ({"journalDirectory": "/tmp"}, ["journalDirectory", "broker_data_dir"]),
+    ({"brokerPlugins": "x"}, ["brokerPlugins"]),
+    ({"addressSettings.#.autoDeleteQueues": True}, ["addressSettings", "broker_address_settings"]),
+    ({"criticalAnalyzerTimeout": [1, 2]}, ["criticalAnalyzerTimeout", "string, number or boolean"]),
+    ({"": 1}, ["non-empty string"]),
+])
+def test_broker_properties_refused_name_the_key_and_what_to_use(properties, words):
+    errors = config.broker_property_errors(properties)
+    assert len(errors) == 1, errors
+    for word in words:
+        assert word in errors[0]
+
+
+def test_broker_properties_of_settings_the_collection_leaves_alone_are_accepted():
+    assert config.broker_property_errors({"criticalAnalyzerTimeout": 120000, "transactionTimeout": 60000,
+                                          "mirrorAckManagerQueueAttempts": 16, "key.surround": "'"}) == []
+
+
+def test_the_properties_artemis_could_not_apply_are_read_from_its_status():
+    status = json.dumps({"server": {"state": "STARTED"}, "configuration": {"properties": {
+        "/var/opt/artemis/b/etc/broker.properties": {"alder32": "1", "errors": [
+            {"value": "noSuchSetting=1", "reason": "java.lang.NoSuchMethodException: noSuchSetting"}]}}}})
+    assert config.unapplied_broker_properties(status) == [
+        "noSuchSetting=1: java.lang.NoSuchMethodException: noSuchSetting"]
+    assert config.unapplied_broker_properties(json.dumps({"server": {}})) == []
+    assert config.unapplied_broker_properties(json.dumps({"configuration": {"properties": {"f": {"alder32": "2"}}}})) \
+        == []
