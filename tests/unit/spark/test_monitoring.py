@@ -1,6 +1,7 @@
 """The Prometheus alert rules and the Grafana dashboard shipped with the rpo_job role: valid, alerting when they
 should (promtool's own rule tests), and built only on metrics the job and the prober really publish."""
 
+import glob
 import json
 import os
 import re
@@ -80,8 +81,12 @@ def test_promtool_accepts_the_exposition(tmp_path):
 def test_the_rules_are_valid_and_alert_when_they_should(rules):
     checked = _promtool("check", "rules", rules)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    name = os.path.basename(rules).removesuffix(".yml") + ".test.yml"
-    tested = _promtool("test", "rules", os.path.join(PROMTOOL_TESTS, name))
+    # name.test.yml, and name.<what>.test.yml where a test needs an evaluation interval of its own.
+    name = os.path.basename(rules).removesuffix(".rules.yml")
+    tests = sorted(glob.glob(os.path.join(PROMTOOL_TESTS, name + ".rules.test.yml"))
+                   + glob.glob(os.path.join(PROMTOOL_TESTS, name + ".rules.*.test.yml")))
+    assert tests
+    tested = _promtool("test", "rules", *tests)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 

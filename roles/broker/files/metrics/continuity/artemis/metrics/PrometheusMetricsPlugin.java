@@ -105,6 +105,7 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
     public synchronized void registered(ActiveMQServer server) {
         broker = server;
         registerConnectionGauges(server);
+        registerHealthGauges(server);
         registerCertificateExpiry(server);
         if (opener == null) {
             opener = new Thread(this::openEndpoint, "continuity-metrics-open");
@@ -145,6 +146,38 @@ public class PrometheusMetricsPlugin implements ActiveMQMetricsPlugin {
                         .register(registry);
             }
         });
+    }
+
+    // What the brokers' health alerts compare Artemis's own meters with: the disk usage at which the broker blocks
+    // producers (artemis_disk_store_usage is a share of the disk too), and whether the broker is one of an HA pair
+    // replicating its journal (artemis_replica_sync means something only then). Read from the current server, so
+    // that the gauges follow an HA broker that restarts in the same JVM.
+    private void registerHealthGauges(ActiveMQServer server) {
+        String name = server.getConfiguration().getName();
+        Gauge.builder("artemis.disk.store.usage.limit", this, plugin -> plugin.diskUsageLimit())
+                .description("The share of the disk above which the broker blocks producers (max-disk-usage; NaN: never)")
+                .tag("broker", name)
+                .register(registry);
+        Gauge.builder("artemis.ha.journal.replication", this, plugin -> plugin.replicatesJournal())
+                .description("1 when the broker is the primary or the backup of an HA pair replicating its journal")
+                .tag("broker", name)
+                .register(registry);
+    }
+
+    private double diskUsageLimit() {
+        ActiveMQServer current = broker;
+        if (current == null || current.getConfiguration().getMaxDiskUsage() < 0) {
+            return Double.NaN;
+        }
+        return current.getConfiguration().getMaxDiskUsage() / 100.0;
+    }
+
+    private double replicatesJournal() {
+        ActiveMQServer current = broker;
+        if (current == null || current.getConfiguration().getHAPolicyConfiguration() == null) {
+            return 0;
+        }
+        return current.getConfiguration().getHAPolicyConfiguration().getType().name().startsWith("REPLICATION_") ? 1 : 0;
     }
 
     // Read as the broker starts, as its acceptors and web server read their key store and trust bundle: what it
