@@ -108,7 +108,7 @@ def test_the_brokers_health_alerts_fire_on_the_faults_they_name(estate_with_metr
         management = dc1_primary.management()
         management.execute('org.apache.activemq.artemis:broker="%s"' % dc1_primary.name,
                            "addAddressSettings(java.lang.String,java.lang.String)", PAGING_ADDRESS,
-                           json.dumps({"maxSizeBytes": "20480", "addressFullMessagePolicy": "PAGE"}))
+                           json.dumps({"maxSizeBytes": 20480, "pageSizeBytes": 10240, "addressFullMessagePolicy": "PAGE"}))
         amqp.send(dc1_primary.amqp_url, dc1_primary.admin_user, dc1_primary.admin_password, PAGING_ADDRESS,
                   ["x" * 1024] * 100, id_prefix="paging", ca_path=dc1_primary.ca_cert)
         faults["ContinuityArtemisAddressPaging"] = time.time()
