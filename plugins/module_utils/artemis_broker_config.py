@@ -232,7 +232,8 @@ def acceptor_errors(acceptors):
 # Artemis's configuration; the first part of a key is one of them. Those the collection sets itself, and where to
 # set them instead: a key may not change replication, security or what a role variable already says.
 _OWNED_BY = {
-    'the replication role (the mirrors)': ('amqpconnections', 'amqpconnectionconfigurations', 'internalnamingprefix'),
+    'the replication role (the mirrors)': ('amqpconnections', 'amqpconnectionconfigurations', 'internalnamingprefix',
+                                           'mirrorackmanagerwarnunacked', 'mirrorpagetransaction'),
     'broker_acceptors': ('acceptorconfigurations',),
     'broker_connectors': ('connectorconfigurations',),
     'broker_bridges': ('bridgeconfigurations',),
@@ -240,28 +241,42 @@ _OWNED_BY = {
     'broker_addresses or broker_queues': ('addressconfigurations', 'queueconfigs', 'queueconfigurations'),
     'broker_address_settings': ('addresssettings', 'addressessettings'),
     'broker_roles and broker_management_roles': (
-        'securityenabled', 'securityroles', 'securitysettingplugins', 'securityrolenamemapping', 'jaasconfigs',
+        'securityenabled', 'securityroles', 'securitysettingplugins', 'securityrolenamemappings', 'jaasconfigs',
         'managementmessagerbac', 'managementrbacprefix', 'viewpermissionmethodmatchpattern', 'managementaddress',
         'managementnotificationaddress', 'rejectemptyvalidateduser', 'populatevalidateduser'),
     'broker_ha': ('hapolicyconfiguration', 'clusteruser', 'clusterpassword', 'clusterconfigurations',
                   'broadcastgroupconfigurations', 'discoverygroupconfigurations', 'nodemanagerlockdirectory',
-                  'lockcoordinatorconfiguration'),
-    'broker_metrics_enabled and the replication role (the broker plugins)': ('brokerplugins', 'metricsplugin',
-                                                                             'metricsconfiguration'),
+                  'lockcoordinatorconfigurations', 'checkforprimaryserver'),
+    # A hung live broker halts so that its backup takes over.
+    'nothing: the HA takeover relies on the critical analyzer halting a hung broker': (
+        'criticalanalyzer', 'criticalanalyzerpolicy'),
+    'broker_metrics_enabled and the replication role (the broker plugins)': (
+        'brokerplugins', 'metricsplugin', 'metricsconfiguration', 'incominginterceptorclassnames',
+        'outgoinginterceptorclassnames'),
     'broker_data_dir': ('journaldirectory', 'bindingsdirectory', 'pagingdirectory', 'largemessagesdirectory',
-                        'persistenceenabled'),
+                        'persistenceenabled', 'journalretentiondirectory'),
+    'broker_journal_type (a file journal: the HA pair and the mirror need one)': ('storeconfiguration',),
     'broker_journal_file_size': ('journalfilesize',),
     'broker_journal_type': ('journaltype',),
     'broker_journal_datasync': ('journaldatasync',),
     'broker_journal_compact_min_files': ('journalcompactminfiles',),
     'broker_journal_compact_percentage': ('journalcompactpercentage',),
     'broker_global_max_size': ('globalmaxsize',),
-    'broker_max_disk_usage': ('maxdiskusage',),
+    'broker_max_disk_usage': ('maxdiskusage', 'mindiskfree'),
     'broker_name': ('name',),
     # Address matching and reloading are what the collection's own settings rely on.
     'nothing: the estate relies on the default wildcards': ('wildcardconfiguration', 'wildcardroutingenabled'),
     'nothing: the role relies on Artemis reloading broker.xml': ('configurationfilerefreshperiod',),
+    'nothing: the collection masks and reads its own passwords': ('passwordcodec', 'maskpassword'),
+    "nothing: the collection's management calls rely on them": ('jmxdomain', 'jmxusebrokername',
+                                                                'jmxmanagementenabled'),
+    "nothing: federation beside the estate's replication is not supported": ('federationconfigurations',
+                                                                             'federationdownstreamauthorization'),
 }
+# Keys that change how Artemis reads the others (quoting, removal), or that Artemis rewrites before applying them
+# (a ${...} substitution, an index or a map key): what they would reach cannot be checked, so they are refused.
+_PARSER_KEYS = ('key.surround', 'remove.value')
+_REWRITTEN = re.compile(r'\$\{|[\[(]')
 OWNED_BROKER_PROPERTIES = dict((name, owner) for owner, names in _OWNED_BY.items() for name in names)
 
 
@@ -277,10 +292,16 @@ def broker_property_errors(properties):
             continue
         if value is None or isinstance(value, (dict, list)):
             errors.append('broker_properties[%r] must be a string, number or boolean, got %r' % (key, value))
-        owner = OWNED_BROKER_PROPERTIES.get(key.split('.', 1)[0].strip().lower())
-        if owner:
-            errors.append('broker_properties[%r]: %s is set by the collection; use %s'
-                          % (key, key.split('.', 1)[0], owner))
+        if key.strip().lower() in _PARSER_KEYS or _REWRITTEN.search(key):
+            errors.append('broker_properties[%r]: a key that changes how Artemis reads the others or that it rewrites '
+                          '(%s, ${...}, [index], (key)) is refused' % (key, ', '.join(_PARSER_KEYS)))
+            continue
+        first = key.split('.', 1)[0].strip().strip('"\'')
+        owner = OWNED_BROKER_PROPERTIES.get(first.lower())
+        if owner and owner.startswith('nothing: '):
+            errors.append("broker_properties[%r]: %s is the collection's own (%s)" % (key, first, owner[9:]))
+        elif owner:
+            errors.append('broker_properties[%r]: %s is set by the collection; use %s' % (key, first, owner))
     return errors
 
 
@@ -316,8 +337,10 @@ def broker_properties_text(properties):
 
 def unapplied_broker_properties(status):
     """The broker properties Artemis could not apply, from its status (the broker's ``Status`` attribute, JSON):
-    ``["key=value: reason"]`` over every properties file it read."""
+    ``["key: the exception's class"]`` over every properties file it read."""
     sources = ((json.loads(status) if isinstance(status, str) else status or {})
                .get('configuration', {}).get('properties', {}))
-    return ['%s: %s' % (error.get('value'), error.get('reason'))
+    # Artemis records the entry (key=value, the value unmasked) and an exception that may quote the value: only the
+    # key and the exception's class are kept, as a value may be a secret.
+    return ['%s: %s' % (str(error.get('value')).split('=', 1)[0], str(error.get('reason')).split(':', 1)[0])
             for source in sources.values() for error in (source.get('errors') or [])]

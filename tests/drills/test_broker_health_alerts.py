@@ -57,6 +57,10 @@ def _firing(url):
     return [alert["labels"] for alert in _alerts(url) if alert["state"] == "firing"]
 
 
+def _matches(labels, name, wanted):
+    return labels["alertname"] == name and all(labels.get(key) == value for key, value in wanted.items())
+
+
 def _certificate_ending_in(days, node):
     """The node's broker certificate issued again by the test bed's CA with the same key, names and extensions, ending
     ``days`` from now: PEM of the key and the certificate, as broker.pem holds them."""
@@ -141,11 +145,15 @@ def test_the_brokers_health_alerts_fire_on_the_faults_they_name(estate_with_metr
         while set(fired) != set(expected) and time.time() < deadline:
             for labels in _firing(url):
                 name = labels["alertname"]
-                if name in expected and name not in fired and all(labels.get(key) == value
-                                                                  for key, value in expected[name].items()):
+                if name in expected and name not in fired and _matches(labels, name, expected[name]):
                     fired[name] = round(time.time() - faults[name], 1)
             time.sleep(1)
-        unexpected = sorted({labels["alertname"] for labels in _firing(url)} - set(expected))
+        # Firing, and none of the expected: only the dead letters mirrored to dc2's live broker may be (its DLQ grows
+        # too); another broker down or out of sync, or a disk or address alert, would be a false page.
+        allowed = list(expected.items()) + [("ContinuityArtemisDeadLettersGrowing",
+                                             {"broker": dc2_primary.name, "queue": "DLQ"})]
+        unexpected = sorted(str(labels) for labels in _firing(url)
+                            if not any(_matches(labels, name, wanted) for name, wanted in allowed))
 
     for name in expected:
         figures["alerts"].append({"alert": name, "labels": expected[name], "firing_after_s": fired.get(name),
