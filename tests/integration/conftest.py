@@ -21,7 +21,8 @@ def _testbed(*args, check=True):
 def testbed():
     args = ["up", "--dcs", os.environ.get("TESTBED_DCS", "2"), "--nodes-per-dc", "1"]
     if os.environ.get("TESTBED_SYSTEMD") == "1":
-        args += ["--systemd", "--metrics"]  # test_broker_metrics runs there (make integration)
+        # test_broker_metrics and test_ldap_login run there (make integration)
+        args += ["--systemd", "--metrics", "--ldap"]
     _testbed(*args)
     yield
     if os.environ.get("KEEP_TESTBED") != "1":

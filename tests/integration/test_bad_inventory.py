@@ -237,6 +237,22 @@ def _broker_property_the_collection_owns(hosts, all_vars):
     all_vars["broker_properties"] = {"criticalAnalyzerTimeout": 120000, "AMQPConnections.dc2.uri": "tcp://x:5672"}
 
 
+_DIRECTORY = {"url": "ldaps://ldap.example.com:636", "bind_dn": "cn=artemis,dc=example", "bind_password": "p4ss-word",
+              "user_base": "ou=people,dc=example", "role_base": "ou=groups,dc=example"}
+
+
+def _directory_before_the_brokers_own_users(hosts, all_vars):
+    all_vars["broker_ldap"] = _DIRECTORY
+    all_vars["broker_login_modules"] = [{"module": "ldap", "flag": "sufficient"},
+                                        {"module": "properties", "flag": "required"}]
+
+
+def _directory_in_plain_text(hosts, all_vars):
+    all_vars["broker_ldap"] = dict(_DIRECTORY, url="ldap://ldap.example.com:389")
+    all_vars["broker_login_modules"] = [{"module": "properties", "flag": "sufficient"},
+                                        {"module": "ldap", "flag": "required"}]
+
+
 def _divert_without_an_address(hosts, all_vars):
     all_vars["broker_queues"] = [{"name": "orders.copy"}]
     all_vars["broker_diverts"] = [{"name": "orders-copy", "forwarding_address": "orders.copy"}]
@@ -342,6 +358,9 @@ CASES = {
     "disk usage above 100 %": (_disk_usage_above_100, ["broker_max_disk_usage", "150"]),
     "broker property the collection owns": (
         _broker_property_the_collection_owns, ["broker_properties", "AMQPConnections", "replication role"]),
+    "directory before the brokers' own users": (
+        _directory_before_the_brokers_own_users, ["broker_login_modules", "`properties` comes first"]),
+    "directory in plain text": (_directory_in_plain_text, ["broker_ldap", "ldaps://"]),
     "bridge to an undefined connector": (
         _bridge_to_an_undefined_connector, ["broker_bridges", "orders-to-dr", "dr-site", "broker_connectors"]),
 }

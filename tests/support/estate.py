@@ -162,7 +162,12 @@ def generated_secrets() -> list[str]:
         values = yaml.safe_load(handle)
     found = []
     for value in values.values():
-        found += [value] if isinstance(value, str) else [user["password"] for user in value]
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):  # testbed_ldap_passwords: directory user -> password
+            found += list(value.values())
+        else:
+            found += [user["password"] for user in value]
     pki = os.path.join(TESTBED_STATE_DIR, "pki")
     for name in sorted(os.listdir(pki)) if os.path.isdir(pki) else []:
         if name.endswith(".key"):
