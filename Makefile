@@ -22,7 +22,7 @@ VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
 # python3-pip and a compiler: the offline rpo_job test builds a wheelhouse with the system Python (the test-bed
 # nodes' version).
-APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper slapd \
+APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper slapd openssl \
 	openjdk-17-jre-headless prometheus python3-pip gcc python3-dev libssl-dev libxml2-utils
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import role_errors, security_settings
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
+    directory_role_search, role_errors, security_settings)
 
 
 def artemis_security_settings(roles, admin_role, all_permissions, staging=(), peer_roles=()):
@@ -22,6 +23,11 @@ def artemis_role_errors(roles, users=(), management_roles=(), peer_roles=()):
     return role_errors(roles, users, management_roles, peer_roles)
 
 
+def artemis_directory_role_search(role_search, role_name, withheld_roles):
+    return directory_role_search(role_search, role_name, withheld_roles)
+
+
 class FilterModule:
     def filters(self):
-        return {"artemis_security_settings": artemis_security_settings, "artemis_role_errors": artemis_role_errors}
+        return {"artemis_security_settings": artemis_security_settings, "artemis_role_errors": artemis_role_errors,
+                "artemis_directory_role_search": artemis_directory_role_search}

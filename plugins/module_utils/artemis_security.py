@@ -122,3 +122,21 @@ def role_errors(roles, users=(), management_roles=(), peer_roles=()):
             errors.append("broker_users: user %s has the role %s, which only the other datacentres' brokers hold"
                           % (user.get("name"), ", ".join(taken)))
     return errors
+
+
+def directory_role_search(role_search, role_name, withheld_roles):
+    """LDAPLoginModule's roleSearchMatching for ``role_search`` (an LDAP filter, ``{0}`` the user's DN) that leaves
+    out every group whose ``role_name`` attribute names one of ``withheld_roles`` (the other datacentres' brokers'
+    roles, which reach the internal addresses): whoever manages the directory cannot give a login replication's
+    rights. Values are escaped for the LDAP filter (RFC 4515), then for Java's MessageFormat, which reads the pattern."""
+    def ldap_value(value):
+        return "".join("\\%02x" % ord(char) if char in "\\*()\0" else char for char in value)
+
+    def message_format(text):
+        return text.replace("'", "''").replace("{", "'{'").replace("}", "'}'")
+
+    withheld = sorted(set(withheld_roles))
+    if not withheld:
+        return role_search
+    exclusions = "".join("(!(%s=%s))" % (role_name, ldap_value(role)) for role in withheld)
+    return "(&%s%s)" % (role_search, message_format(exclusions))
