@@ -128,15 +128,16 @@ unit: setup
 	pytest -n 2 --dist loadfile tests/unit
 
 # The whole suite on two datacentres of plain-process nodes; then the site tests on three datacentres of nodes booting
-# systemd (the role's systemd path, one active and two passive), the login from a directory (slapd on the router) and
-# the brokers' metrics (this bed and the drills' layouts bed turn them on: the plugin is compiled on every fresh node
-# and checked on every run). The HA layouts' kills and the measurement installed offline on a systemd node are
-# drills (make drills).
+# systemd (the role's systemd path, one active and two passive, firewalld running on every node), the login from a
+# directory (slapd on the router) and the brokers' metrics (this bed and the drills' layouts bed turn them on: the
+# plugin is compiled on every fresh node and checked on every run). The HA layouts' kills and the measurement
+# installed offline on a systemd node are drills (make drills).
 integration: setup
 	pytest tests/integration -m "not systemd and not drill"
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest -m "not drill" tests/integration/test_site.py \
 	  tests/integration/test_broker_metrics.py tests/integration/test_ldap_login.py \
-	  tests/integration/test_bridge_engine.py \
+	  tests/integration/test_host_access.py \
+	  tests/integration/test_bridge_engine.py::test_messages_produced_at_a_datacentre_arrive_once_at_every_other_and_never_come_back \
 	  tests/integration/test_staging_delay.py::test_with_three_datacentres_every_other_datacentre_removes_its_copy_and_counts_the_notice
 
 # A Molecule scenario per role on the test bed (delegated driver: a scenario's create and destroy bring it up and

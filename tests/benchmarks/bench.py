@@ -93,7 +93,8 @@ def build(nodes_per_dc: int) -> tuple[Estate, dict, float]:
     testbed("up", "--dcs", "2", "--nodes-per-dc", str(nodes_per_dc), "--inventory-dir", INVENTORY)
     with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "estate.yml")) as handle:
         settings = yaml.safe_load(handle)
-    # Broker metrics as the role's default (off): with them the takeovers are slower (README, Known limitations).
+    # Broker metrics off, as when benchmarks/RESULTS.md was measured (the role's default until 2026-11-30; a takeover
+    # with them is within 10 %: tests/drills/results/takeover_metrics_2x2.json).
     settings.update(replication_address_groups=ADDRESS_GROUPS, broker_java_max_heap="1g",
                     broker_metrics_enabled=False)
     with open(os.path.join(INVENTORY, "group_vars", "all", "estate.yml"), "w") as handle:

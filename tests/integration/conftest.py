@@ -21,8 +21,8 @@ def _testbed(*args, check=True):
 def testbed():
     args = ["up", "--dcs", os.environ.get("TESTBED_DCS", "2"), "--nodes-per-dc", "1"]
     if os.environ.get("TESTBED_SYSTEMD") == "1":
-        # test_broker_metrics and test_ldap_login run there (make integration)
-        args += ["--systemd", "--metrics", "--ldap"]
+        # test_broker_metrics, test_ldap_login and test_host_access run there (make integration)
+        args += ["--systemd", "--metrics", "--ldap", "--firewalld"]
     _testbed(*args)
     yield
     if os.environ.get("KEEP_TESTBED") != "1":

@@ -253,6 +253,16 @@ def _directory_in_plain_text(hosts, all_vars):
                                         {"module": "ldap", "flag": "required"}]
 
 
+def _user_password_masked_by_no_artemis(hosts, all_vars):
+    all_vars["broker_users"] = all_vars["broker_users"] + [{"name": "batch", "password": "ENC(1234abcd)",
+                                                            "roles": ["app"]}]
+
+
+def _firewalld_zone_with_a_blank(hosts, all_vars):
+    all_vars["broker_firewalld"] = True
+    all_vars["broker_firewalld_zone"] = "public zone"
+
+
 def _divert_without_an_address(hosts, all_vars):
     all_vars["broker_queues"] = [{"name": "orders.copy"}]
     all_vars["broker_diverts"] = [{"name": "orders-copy", "forwarding_address": "orders.copy"}]
@@ -361,6 +371,9 @@ CASES = {
     "directory before the brokers' own users": (
         _directory_before_the_brokers_own_users, ["broker_login_modules", "`properties` comes first"]),
     "directory in plain text": (_directory_in_plain_text, ["broker_ldap", "ldaps://"]),
+    "user password masked by no Artemis": (
+        _user_password_masked_by_no_artemis, ["broker_users entry batch", "artemis mask"]),
+    "firewalld zone with a blank": (_firewalld_zone_with_a_blank, ["broker_firewalld_zone", "public zone"]),
     "bridge to an undefined connector": (
         _bridge_to_an_undefined_connector, ["broker_bridges", "orders-to-dr", "dr-site", "broker_connectors"]),
 }

@@ -1,8 +1,8 @@
 """Users from a directory: on the systemd bed (`up --ldap`) every broker logs users in from its own users first and
 then from OpenLDAP over LDAPS (its CA not the estate's), a group's name being the role its members get."""
 
-import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -15,10 +15,13 @@ from support.estate import REPO_ROOT, TESTBED_INVENTORY, generated_secrets
 TESTBED = os.path.join(REPO_ROOT, "tests", "testbed", "testbed")
 
 
-def _passwords():
+def _secrets():
     with open(os.path.join(TESTBED_INVENTORY, "group_vars", "all", "secrets.yml")) as handle:
-        secrets = {line.split(":", 1)[0]: json.loads(line.split(":", 1)[1]) for line in handle
-                   if line.strip() and not line.startswith("#")}
+        return yaml.safe_load(handle)
+
+
+def _passwords():
+    secrets = _secrets()
     return secrets["testbed_ldap_passwords"], secrets["testbed_ldap_bind_password"]
 
 
@@ -46,6 +49,16 @@ def test_directory_users_send_consume_and_manage_by_group_and_the_brokers_own_us
     # A wrong password is refused.
     with pytest.raises(amqp.AmqpError, match="unauthorized-access"):
         amqp.send(active.amqp_url, "ldap-app", passwords["ldap-app"] + "x", queue, 1, ca_path=active.ca_cert)
+
+    # One of the brokers' own users whose password the inventory gives masked (ENC(...) from `artemis mask`): the
+    # role reads it back and stores its hash like any other.
+    masked_user_password = _secrets()["testbed_masked_user_password"]
+    sent = amqp.send(active.amqp_url, "masked-app", masked_user_password, queue, 2, ca_path=active.ca_cert)
+    received = amqp.receive(active.amqp_url, "masked-app", masked_user_password, queue, 2, ca_path=active.ca_cert)
+    assert sorted(message.id for message in received) == sorted(sent)
+    users_file = estate.exec(active.name, "cat", f"/var/opt/artemis/{active.name}/etc/artemis-users.properties")
+    assert re.search(r"^masked-app = ENC\(\d+:[0-9A-F]+:[0-9A-F]+\)$", users_file, re.MULTILINE), \
+        "masked-app's password is not stored as a PBKDF2 hash"
 
     # The console's and Jolokia's realm is the same: a member of `amq` manages, a member of `app` does not.
     broker = 'org.apache.activemq.artemis:broker="%s"' % active.name
