@@ -175,7 +175,8 @@ test: setup
 
 # Drills that take minutes, not part of make test: those in tests/drills build their own test bed and write their
 # figures to tests/drills/results/ (committed with the runs that produced them); the integration tests marked drill
-# run on the shared two-datacentre bed (the RPO measurement through WAN delay and a partition).
+# run on the shared two-datacentre bed (the RPO measurement through WAN delay and a partition, the broker's own routing
+# reloaded as the inventory adds and removes it).
 drills: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
 	pytest tests/drills
 	pytest tests/integration -m drill
