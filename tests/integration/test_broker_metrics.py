@@ -119,6 +119,16 @@ def _used_by_the_dashboard():
     return {name for expression in expressions for name in _broker_metric_names(expression)}
 
 
+def _per_broker_panels():
+    """The panels of the dashboard's row repeated per broker (Grafana's $broker): those after it, to the next row."""
+    with open(DASHBOARD) as handle:
+        panels = json.load(handle)["panels"]
+    start = next(index for index, panel in enumerate(panels) if panel.get("repeat") == "broker")
+    following = panels[start + 1:]
+    end = next((index for index, panel in enumerate(following) if panel["type"] == "row"), len(following))
+    return following[:end]
+
+
 def test_prometheus_scrapes_every_broker_and_the_dashboard_uses_only_metrics_that_exist(estate, tmp_path):
     node = estate.nodes[0]
     targets = [n.metrics_url.removeprefix("https://").removesuffix("/metrics") for n in estate.nodes]
@@ -132,6 +142,14 @@ def test_prometheus_scrapes_every_broker_and_the_dashboard_uses_only_metrics_tha
         assert sorted(row["metric"]["instance"] for row in up) == sorted(targets)
         live = prometheus.query(url, "artemis_active == 1")
         assert sorted(row["metric"]["broker"] for row in live) == sorted(n.name for n in estate.nodes)
+        # The row per broker: every query Prometheus takes, and every panel shows each broker something.
+        panels = _per_broker_panels()
+        assert len(panels) >= 6, [panel["title"] for panel in panels]
+        for n in estate.nodes:
+            for panel in panels:
+                shown = [prometheus.query(url, target["expr"].replace("$broker", n.name)) for target in panel["targets"]]
+                assert any(shown), f"{panel['title']}: nothing for {n.name}"
+                assert all(row["metric"].get("broker", n.name) == n.name for rows in shown for row in rows), shown
 
     used = _used_by_the_dashboard()
     assert {"artemis_message_count", "artemis_broker_connection_connected", "jvm_memory_used_bytes"} <= used, used
