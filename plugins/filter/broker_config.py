@@ -2,7 +2,7 @@
 # Copyright: continuity.artemis contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that give the broker role the rules of module_utils/artemis_broker_config.py (acceptors, connectors,
-queues, diverts, core bridges and broker properties)."""
+queues, diverts, core bridges, broker properties and the stores' directories)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,14 @@ def artemis_acceptor_errors(acceptors):
     return artemis_broker_config.acceptor_errors(acceptors)
 
 
+def artemis_store_errors(stores):
+    return artemis_broker_config.store_errors(stores)
+
+
+def artemis_moved_stores(broker_xml, stores):
+    return artemis_broker_config.moved_stores(broker_xml, stores)
+
+
 def artemis_broker_properties(properties):
     return artemis_broker_config.broker_properties_text(properties)
 
@@ -63,4 +71,5 @@ class FilterModule:
                 'artemis_client_acceptors': artemis_client_acceptors, 'artemis_acceptor_errors': artemis_acceptor_errors,
                 'artemis_broker_properties': artemis_broker_properties,
                 'artemis_broker_property_errors': artemis_broker_property_errors,
-                'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties}
+                'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties,
+                'artemis_store_errors': artemis_store_errors, 'artemis_moved_stores': artemis_moved_stores}

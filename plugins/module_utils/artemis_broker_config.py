@@ -183,6 +183,47 @@ def acceptor_changes(broker_xml, acceptors):
     return changes
 
 
+# An absolute path of plain parts, without a $ (broker.xml substitutes ${...}) or a backslash.
+_STORE_PATH = re.compile(r'^(/[^/\x00-\x1f$\\]+)+\Z')
+
+
+def store_errors(stores):
+    """Why the broker's stores (``[{variable, path}]``: journal, bindings, paging, large messages) cannot be placed
+    so: a path that is not absolute and plain, or two stores in one directory or one inside another (Artemis takes
+    every file of a store's directory for its own)."""
+    errors = []
+    for store in stores:
+        path = store['path']
+        if not isinstance(path, str) or not _STORE_PATH.match(path) or {'.', '..'} & set(path.split('/')):
+            errors.append('%s must be an absolute path without a trailing slash, a . or .. part, a line break, a $ or '
+                          'a backslash (got %r; it defaults to a directory of broker_data_dir)'
+                          % (store['variable'], path))
+    if errors:
+        return errors
+    for index, store in enumerate(stores):
+        for other in stores[index + 1:]:
+            if store['path'] == other['path']:
+                errors.append('%s and %s are the same directory (%s): each store needs its own'
+                              % (store['variable'], other['variable'], store['path']))
+            for inner, outer in ((store, other), (other, store)):
+                if inner['path'].startswith(outer['path'] + '/'):
+                    errors.append('%s (%s) is inside %s (%s): each store needs a directory of its own'
+                                  % (inner['variable'], inner['path'], outer['variable'], outer['path']))
+    return errors
+
+
+def moved_stores(broker_xml, stores):
+    """The stores (``[{variable, element, path}]``) that a broker.xml text keeps elsewhere: ``[{variable, from,
+    to}]``, in the order of ``stores``; none when the text has no such element (no instance yet)."""
+    moved = []
+    for store in stores:
+        match = re.search(r'<%s>([^<]*)</%s>' % (store['element'], store['element']), broker_xml or '')
+        if match and unescape(match.group(1)).strip() != store['path']:
+            moved.append({'variable': store['variable'], 'from': unescape(match.group(1)).strip(),
+                          'to': store['path']})
+    return moved
+
+
 def _plain_text_without_passwords(acceptor):
     return acceptor.get('tls', True) is False and not acceptor.get('plain_text_passwords', False)
 
@@ -253,8 +294,11 @@ _OWNED_BY = {
     'broker_metrics_enabled and the replication role (the broker plugins)': (
         'brokerplugins', 'metricsplugin', 'metricsconfiguration', 'incominginterceptorclassnames',
         'outgoinginterceptorclassnames'),
-    'broker_data_dir': ('journaldirectory', 'bindingsdirectory', 'pagingdirectory', 'largemessagesdirectory',
-                        'persistenceenabled', 'journalretentiondirectory'),
+    'broker_journal_dir': ('journaldirectory',),
+    'broker_bindings_dir': ('bindingsdirectory',),
+    'broker_paging_dir': ('pagingdirectory',),
+    'broker_large_messages_dir': ('largemessagesdirectory',),
+    'broker_data_dir': ('persistenceenabled', 'journalretentiondirectory'),
     'broker_journal_type (a file journal: the HA pair and the mirror need one)': ('storeconfiguration',),
     'broker_journal_file_size': ('journalfilesize',),
     'broker_journal_type': ('journaltype',),

@@ -233,6 +233,14 @@ def _disk_usage_above_100(hosts, all_vars):
     all_vars["broker_max_disk_usage"] = 150
 
 
+def _journal_moved_away_from_its_data(hosts, all_vars):
+    all_vars["broker_journal_dir"] = "/srv/continuity-moved/journal"
+
+
+def _paging_store_inside_the_journal(hosts, all_vars):
+    all_vars["broker_paging_dir"] = "{{ broker_journal_dir }}/paging"
+
+
 def _broker_property_the_collection_owns(hosts, all_vars):
     all_vars["broker_properties"] = {"criticalAnalyzerTimeout": 120000, "AMQPConnections.dc2.uri": "tcp://x:5672"}
 
@@ -366,6 +374,11 @@ CASES = {
     "journal file size that is not a size": (_journal_file_size_not_a_size, ["broker_journal_file_size", "10 megs"]),
     "JVM option with a blank": (_jvm_option_with_a_blank, ["broker_java_extra_args", "two words"]),
     "disk usage above 100 %": (_disk_usage_above_100, ["broker_max_disk_usage", "150"]),
+    "journal moved away from its data": (
+        _journal_moved_away_from_its_data, ["broker_journal_dir moves a store from", "/srv/continuity-moved/journal",
+                                            "docs/broker-configuration.md"]),
+    "paging store inside the journal": (_paging_store_inside_the_journal,
+                                        ["broker_paging_dir", "is inside broker_journal_dir"]),
     "broker property the collection owns": (
         _broker_property_the_collection_owns, ["broker_properties", "AMQPConnections", "replication role"]),
     "directory before the brokers' own users": (

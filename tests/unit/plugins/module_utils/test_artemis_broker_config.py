@@ -185,6 +185,57 @@ public class ReadProperties {
 """
 
 
+def _stores(**paths):
+    placed = {"journal": "/var/opt/artemis/b/data/journal", "bindings": "/var/opt/artemis/b/data/bindings",
+              "paging": "/var/opt/artemis/b/data/paging", "large_messages": "/var/opt/artemis/b/data/large-messages"}
+    placed.update(paths)
+    elements = {"large_messages": "large-messages-directory"}
+    return [{"variable": f"broker_{name}_dir", "element": elements.get(name, f"{name}-directory"), "path": path}
+            for name, path in placed.items()]
+
+
+def test_stores_in_directories_of_their_own_have_no_errors():
+    assert config.store_errors(_stores()) == []
+    assert config.store_errors(_stores(paging="/srv/paging", large_messages="/srv/large")) == []
+    # A prefix of another's name is not a parent directory.
+    assert config.store_errors(_stores(paging="/srv/data", large_messages="/srv/data-large")) == []
+
+
+@pytest.mark.parametrize("paths, words", [
+    ({"paging": "srv/paging"}, ["broker_paging_dir", "absolute", "'srv/paging'"]),
+    ({"paging": "/srv/paging/"}, ["broker_paging_dir", "trailing slash"]),
+    ({"paging": "/srv/../paging"}, ["broker_paging_dir", ". or .."]),
+    ({"paging": "/srv/${user}"}, ["broker_paging_dir", "$"]),
+    ({"paging": "/srv/pa\nging"}, ["broker_paging_dir"]),
+    ({"paging": 5}, ["broker_paging_dir"]),
+    ({"paging": "/srv/one", "large_messages": "/srv/one"},
+     ["broker_paging_dir and broker_large_messages_dir are the same directory (/srv/one)"]),
+    ({"paging": "/var/opt/artemis/b/data/journal/paging"},
+     ["broker_paging_dir (/var/opt/artemis/b/data/journal/paging) is inside broker_journal_dir"]),
+    ({"journal": "/var/opt/artemis/b/data/paging/j"}, ["broker_journal_dir", "is inside broker_paging_dir"]),
+])
+def test_a_store_without_a_plain_directory_of_its_own_is_named(paths, words):
+    errors = config.store_errors(_stores(**paths))
+    assert len(errors) == 1 and all(word in errors[0] for word in words), errors
+
+
+RUNNING_XML = """<configuration><core>
+      <paging-directory>/var/opt/artemis/b/data/paging</paging-directory>
+      <bindings-directory>/var/opt/artemis/b/data/bindings</bindings-directory>
+      <journal-directory>/var/opt/artemis/b/data/journal</journal-directory>
+      <large-messages-directory>/srv/a&amp;b/large</large-messages-directory>
+</core></configuration>"""
+
+
+def test_the_stores_new_settings_move_are_read_from_the_running_broker_xml():
+    assert config.moved_stores(RUNNING_XML, _stores(large_messages="/srv/a&b/large")) == []
+    assert config.moved_stores(RUNNING_XML, _stores(paging="/srv/paging", large_messages="/srv/a&b/large")) == [
+        {"variable": "broker_paging_dir", "from": "/var/opt/artemis/b/data/paging", "to": "/srv/paging"}]
+    assert [store["variable"] for store in config.moved_stores(RUNNING_XML, _stores(journal="/srv/j"))] == [
+        "broker_journal_dir", "broker_large_messages_dir"]
+    assert config.moved_stores("", _stores(paging="/srv/paging")) == []  # no instance yet
+
+
 def test_broker_properties_read_back_by_java_as_written(tmp_path):
     """The file is read by java.util.Properties the way Artemis reads it: every key and value comes back whole."""
     java = shutil.which("java")
@@ -212,7 +263,8 @@ def test_broker_properties_are_sorted_one_per_line():
     ({"acceptorConfigurations.tcp.params.port": 61617}, ["acceptorConfigurations", "broker_acceptors"]),
     ({"HAPolicyConfiguration": "PRIMARY_ONLY"}, ["HAPolicyConfiguration", "broker_ha"]),
     ({"globalMaxSize": "1G"}, ["globalMaxSize", "broker_global_max_size"]),
-    ({"journalDirectory": "/tmp"}, ["journalDirectory", "broker_data_dir"]),
+    ({"journalDirectory": "/tmp"}, ["journalDirectory", "broker_journal_dir"]),
+    ({"pagingDirectory": "/tmp"}, ["pagingDirectory", "broker_paging_dir"]),
     ({"brokerPlugins": "x"}, ["brokerPlugins"]),
     ({"addressSettings.#.autoDeleteQueues": True}, ["addressSettings", "broker_address_settings"]),
     ({"criticalAnalyzerTimeout": [1, 2]}, ["criticalAnalyzerTimeout", "string, number or boolean"]),
