@@ -1,0 +1,273 @@
+"""Decides, from a chaos run's history alone (history.py), whether the estate kept its promises.
+
+    cd tests && python -m chaos.checker HISTORY.jsonl [--json]
+
+One verdict per invariant, each with what it counted, the items that break it, the minimal excerpt of the schedule
+around them (the faults and operations in progress or within EXCERPT_SECONDS) and how to replay the run. Exit status
+1 when an invariant does not hold, 2 when the history cannot be read.
+
+    no_loss                 every message accepted by the broker is delivered to a consumer by the end; a message
+                            accepted within an abrupt failover's loss window may be missing only while no failback
+                            followed it, and no more of them than the failover said were at risk
+    no_duplicates           no message is delivered twice, except a redelivery while a fault or operation that cuts
+                            consumers off (args.redeliveries) is in progress or up to REDELIVERY_GRACE_SECONDS after,
+                            no more than it allows
+    single_active           a group of one active datacentre (any mode but active_active) is never active at two
+    active_somewhere        ... nor active nowhere for longer than DARK_TOLERANCE_SECONDS outside an operation
+    operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
+                            where they were
+    measurement_agrees      what the product published as lost is what the history lost
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+from chaos import history
+
+REDELIVERY_GRACE_SECONDS = 120.0
+DARK_TOLERANCE_SECONDS = 10.0
+EXCERPT_SECONDS = 60.0
+MAX_ITEMS = 20
+
+
+def _spans(events: list[dict], kind: str) -> dict[str, dict]:
+    """Per id, the start and end events of each fault or operation (end None while it never ended)."""
+    spans = {}
+    for event in events:
+        if event["kind"] != kind:
+            continue
+        span = spans.setdefault(event["id"], {"id": event["id"], "name": event.get("name"), "start": None,
+                                              "end": None})
+        span[event["phase"]] = event
+    return spans
+
+
+def _span_times(span: dict, last: float) -> tuple[float, float]:
+    start = span["start"]["t"] if span["start"] else span["end"]["t"]
+    return start, span["end"]["t"] if span["end"] else last
+
+
+class Run:
+    """A history read once, with what the invariants share."""
+
+    def __init__(self, events: list[dict]):
+        self.events = events
+        self.last = events[-1]["t"] if events else 0.0
+        schedule = next((event for event in events if event["kind"] == "schedule"), {})
+        self.replay = ("make chaos " + " ".join(f"{name.upper()}={schedule[key]}" for name, key in (
+            ("seed", "seed"), ("estate", "estate"), ("duration", "duration_s")) if key in schedule)).strip()
+        self.faults = _spans(events, "fault")
+        self.operations = _spans(events, "operation")
+        self.accepted = {event["id"]: event for event in events
+                         if event["kind"] == "send" and event.get("outcome") == "accepted"}
+        self.deliveries = defaultdict(list)
+        for event in events:
+            if event["kind"] == "delivery":
+                self.deliveries[event["id"]].append(event)
+
+    def excerpt(self, times: list[float]) -> list[dict]:
+        """The start and end of every fault and operation in progress at one of ``times`` or within
+        EXCERPT_SECONDS of it, in time order: the part of the schedule a replay must look at."""
+        chosen = []
+        for span in list(self.faults.values()) + list(self.operations.values()):
+            start, end = _span_times(span, self.last)
+            if any(start - EXCERPT_SECONDS <= t <= end + EXCERPT_SECONDS for t in times):
+                chosen += [event for event in (span["start"], span["end"]) if event]
+        return sorted(chosen, key=lambda event: event["t"])
+
+    def lost(self) -> set[str]:
+        return set(self.accepted) - set(self.deliveries)
+
+
+def _verdict(run: Run, name: str, broken: list[dict], counted: dict) -> dict:
+    return {"invariant": name, "holds": not broken, "counted": counted, "broken": broken[:MAX_ITEMS],
+            "broken_count": len(broken), "excerpt": run.excerpt([item["t"] for item in broken[:3]]) if broken else [],
+            "replay": run.replay if broken else ""}
+
+
+def _abrupt_failovers(run: Run) -> list[dict]:
+    return [span for span in run.operations.values()
+            if span["name"] == "failover" and span["start"] and span["start"].get("args", {}).get("abrupt")]
+
+
+def no_loss(run: Run) -> dict:
+    failbacks = [span["end"]["t"] for span in run.operations.values()
+                 if span["name"] == "failback" and span["end"] and span["end"]["outcome"] == "done"]
+    within, broken = defaultdict(int), []
+    for message_id in sorted(run.lost(), key=lambda found: run.accepted[found]["t"]):
+        sent = run.accepted[message_id]
+        allowing = None
+        for failover in _abrupt_failovers(run):
+            started = failover["start"]["t"]
+            window = float(failover["start"]["args"].get("loss_window_s", 0))
+            recovered_by = min([t for t in failbacks if t > started], default=None)
+            if started - window <= sent["t"] <= started and recovered_by is None:
+                allowing = failover
+                break
+        if allowing is None:
+            broken.append({"t": sent["t"], "id": message_id, "group": sent.get("group"),
+                           "why": "accepted, never delivered"})
+        else:
+            within[allowing["id"]] += 1
+    for failover_id, count in within.items():
+        end = run.operations[failover_id]["end"]
+        at_risk = (end or {}).get("at_risk", 0)
+        if count > at_risk:
+            broken.append({"t": run.operations[failover_id]["start"]["t"], "id": failover_id,
+                           "why": f"{count} messages lost at this abrupt failover, which said {at_risk} were at risk"})
+    return _verdict(run, "no_loss", broken, {"accepted": len(run.accepted), "lost": len(run.lost()),
+                                             "lost_within_failover_bounds": dict(within)})
+
+
+def no_duplicates(run: Run) -> dict:
+    allowances = []
+    for span in list(run.faults.values()) + list(run.operations.values()):
+        bound = (span["start"] or span["end"]).get("args", {}).get("redeliveries")
+        if bound:
+            start, end = _span_times(span, run.last)
+            allowances.append({"id": span["id"], "name": span["name"], "from": start,
+                               "to": end + REDELIVERY_GRACE_SECONDS, "left": int(bound)})
+    allowed, broken = defaultdict(int), []
+    extra = sorted((delivery for deliveries in run.deliveries.values() for delivery in sorted(
+        deliveries, key=lambda event: event["t"])[1:]), key=lambda event: event["t"])
+    for delivery in extra:
+        allowance = next((entry for entry in allowances
+                          if entry["from"] <= delivery["t"] <= entry["to"] and entry["left"] > 0), None)
+        if allowance is None:
+            broken.append({"t": delivery["t"], "id": delivery["id"], "group": delivery.get("group"),
+                           "datacentre": delivery.get("datacentre"),
+                           "why": f"delivered {len(run.deliveries[delivery['id']])} times"})
+        else:
+            allowance["left"] -= 1
+            allowed[f"{allowance['name']} {allowance['id']}"] += 1
+    return _verdict(run, "no_duplicates", broken, {"delivered": len(run.deliveries), "duplicates": len(extra),
+                                                   "allowed_redeliveries": dict(allowed)})
+
+
+def _activity(run: Run) -> dict[str, list[dict]]:
+    """Per group of a single active datacentre, its activity samples in time order (unknown ones left out)."""
+    samples = defaultdict(list)
+    for event in run.events:
+        if event["kind"] == "activity" and event.get("mode") != "active_active" and event.get("active") is not None:
+            samples[event["group"]].append(event)
+    return samples
+
+
+def single_active(run: Run) -> dict:
+    broken = [{"t": sample["t"], "group": group, "active": sorted(sample["active"]),
+               "why": f"active at {', '.join(sorted(sample['active']))} at once"}
+              for group, samples in _activity(run).items() for sample in samples if len(set(sample["active"])) > 1]
+    return _verdict(run, "single_active", broken, {"samples": sum(len(s) for s in _activity(run).values())})
+
+
+def active_somewhere(run: Run) -> dict:
+    operations = [_span_times(span, run.last) for span in run.operations.values()]
+    broken, dark_seconds = [], 0.0
+    for group, samples in _activity(run).items():
+        started = None
+        for sample in samples + [None]:
+            dark = sample is not None and not sample["active"]
+            if dark and started is None:
+                started = sample["t"]
+            elif not dark and started is not None:
+                ended = sample["t"] if sample else run.last
+                dark_seconds += ended - started
+                covered = any(start <= started and ended <= end for start, end in operations)
+                if not covered and ended - started > DARK_TOLERANCE_SECONDS:
+                    broken.append({"t": started, "group": group, "why": f"active nowhere for "
+                                   f"{ended - started:.1f} s outside any operation"})
+                started = None
+    return _verdict(run, "active_somewhere", broken, {"dark_seconds": round(dark_seconds, 1)})
+
+
+def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
+    """Per group, where it was active in the last sample before ``t`` (or the first after it)."""
+    found = {}
+    for group, samples in _activity(run).items():
+        chosen = [sample for sample in samples if (sample["t"] <= t if before else sample["t"] >= t)]
+        if chosen:
+            found[group] = sorted((chosen[-1] if before else chosen[0])["active"])
+    return found
+
+
+def operations_end_cleanly(run: Run) -> dict:
+    broken, outcomes = [], defaultdict(int)
+    for span in run.operations.values():
+        start, end = span["start"], span["end"]
+        t = (start or end)["t"]
+        if end is None:
+            broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "started, never ended"})
+            continue
+        outcomes[end["outcome"]] += 1
+        if end["outcome"] == "failed":
+            broken.append({"t": t, "id": span["id"], "operation": span["name"],
+                           "why": f"failed: {end.get('message') or 'no message'}"})
+        elif end["outcome"] == "refused":
+            if not (end.get("message") or "").strip():
+                broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "refused without a message"})
+            before, after = _active_at(run, t, before=True), _active_at(run, end["t"], before=False)
+            changed = {group: (before[group], after[group]) for group in before
+                       if group in after and before[group] != after[group]}
+            if changed:
+                broken.append({"t": t, "id": span["id"], "operation": span["name"],
+                               "why": f"refused, but groups moved: {changed}"})
+    counted = {"operations": len(run.operations), "outcomes": dict(outcomes)}
+    return _verdict(run, "operations_end_cleanly", broken, counted)
+
+
+def measurement_agrees(run: Run) -> dict:
+    broken, checked = [], 0
+    lost = len(run.lost())
+    for event in run.events:
+        if event["kind"] == "measurement" and event.get("name") == "lost" and event.get("scope") == "run":
+            checked += 1
+            if event.get("value") != lost:
+                broken.append({"t": event["t"], "why": f"published {event.get('value')} lost, the history lost {lost}"})
+    return _verdict(run, "measurement_agrees", broken, {"measurements_checked": checked})
+
+
+INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, operations_end_cleanly, measurement_agrees)
+
+
+def check(events: list[dict]) -> list[dict]:
+    """The verdict of every invariant on a history's events."""
+    run = Run(sorted(events, key=lambda event: event["t"]))
+    return [invariant(run) for invariant in INVARIANTS]
+
+
+def _print(verdicts: list[dict]) -> None:
+    for verdict in verdicts:
+        state = "holds" if verdict["holds"] else f"BROKEN ({verdict['broken_count']})"
+        print(f"{verdict['invariant']}: {state}  {json.dumps(verdict['counted'], sort_keys=True)}")
+        for item in verdict["broken"]:
+            print(f"  at {item['t']:.3f}: {json.dumps({k: v for k, v in item.items() if k != 't'}, sort_keys=True)}")
+        for event in verdict["excerpt"]:
+            print(f"  | {event['t']:.3f} {event['kind']} {event.get('name')} {event.get('phase')} {event.get('id')}"
+                  f"{' ' + event['outcome'] if event.get('outcome') else ''}")
+        if verdict["replay"]:
+            print(f"  replay: {verdict['replay']}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("history")
+    parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    arguments = parser.parse_args(argv)
+    try:
+        verdicts = check(history.read(arguments.history))
+    except (OSError, history.HistoryError) as exc:
+        print(f"chaos.checker: {arguments.history}: {exc}", file=sys.stderr)
+        return 2
+    if arguments.json:
+        print(json.dumps(verdicts, indent=1))
+    else:
+        _print(verdicts)
+    return 0 if all(verdict["holds"] for verdict in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The chaos checker on hand-made histories: each kind of broken promise is caught, named and placed in the schedule,
+and what the design allows (an abrupt failover's bounded loss, redeliveries after a kill) is counted, not blamed."""
+
+import json
+
+import pytest
+
+from chaos import checker, history
+
+SCHEDULE = {"kind": "schedule", "t": 0.0, "seed": 7, "estate": "2x2", "duration_s": 1200}
+
+
+def _send(t, message_id, outcome="accepted"):
+    return {"kind": "send", "t": t, "client": "p1", "group": "orders", "id": message_id, "outcome": outcome}
+
+
+def _delivery(t, message_id, datacentre="dc1"):
+    return {"kind": "delivery", "t": t, "client": "c1", "group": "orders", "datacentre": datacentre, "id": message_id}
+
+
+def _activity(t, *active, group="orders", mode="full_state"):
+    return {"kind": "activity", "t": t, "group": group, "mode": mode, "active": list(active)}
+
+
+def _operation(t_start, t_end, name, operation_id, outcome="done", message="", **args):
+    events = [{"kind": "operation", "t": t_start, "name": name, "phase": "start", "id": operation_id, "args": args}]
+    if t_end is not None:
+        events.append({"kind": "operation", "t": t_end, "name": name, "phase": "end", "id": operation_id,
+                       "outcome": outcome, "message": message})
+    return events
+
+
+def _fault(t_start, t_end, name, fault_id, **args):
+    return [{"kind": "fault", "t": t_start, "name": name, "phase": "start", "id": fault_id, "args": args},
+            {"kind": "fault", "t": t_end, "name": name, "phase": "end", "id": fault_id, "args": args}]
+
+
+def _clean():
+    """Ten messages each delivered once, a partition, and a swapover dc1 -> dc2 (the group dark for 5 s inside it)."""
+    events = [SCHEDULE, _activity(1, "dc1")]
+    events += [_send(10 + n, f"m{n}") for n in range(10)] + [_delivery(10.5 + n, f"m{n}") for n in range(10)]
+    events += _fault(30, 60, "partition", "f1", between=["dc1", "dc2"])
+    events += _operation(100, 110, "swapover", "o1")
+    events += [_activity(104), _activity(106), _activity(109, "dc2")]
+    events.append({"kind": "measurement", "t": 200, "name": "lost", "scope": "run", "value": 0})
+    return events
+
+
+def _verdicts(events):
+    return {verdict["invariant"]: verdict for verdict in checker.check(events)}
+
+
+def _broken(events):
+    return sorted(name for name, verdict in _verdicts(events).items() if not verdict["holds"])
+
+
+def test_a_clean_history_keeps_every_promise():
+    verdicts = _verdicts(_clean())
+    assert all(verdict["holds"] for verdict in verdicts.values()), verdicts
+    assert verdicts["no_loss"]["counted"] == {"accepted": 10, "lost": 0, "lost_within_failover_bounds": {}}
+    assert verdicts["active_somewhere"]["counted"] == {"dark_seconds": 5.0}
+
+
+def test_a_lost_message_is_caught_with_the_schedule_around_it_and_how_to_replay():
+    events = [event for event in _clean() if not (event["kind"] == "delivery" and event["id"] == "m3")]
+    verdict = _verdicts(events)["no_loss"]
+    assert not verdict["holds"]
+    assert [(item["id"], item["why"]) for item in verdict["broken"]] == [("m3", "accepted, never delivered")]
+    # Sent at 13: the partition (30-60) is within a minute of it, the swapover (100-110) is not.
+    assert [(event["id"], event["phase"]) for event in verdict["excerpt"]] == [("f1", "start"), ("f1", "end")]
+    assert verdict["replay"] == "make chaos SEED=7 ESTATE=2x2 DURATION=1200"
+    assert _broken(events) == ["measurement_agrees", "no_loss"]  # the published 0 disagrees too
+
+
+def test_a_message_rejected_or_uncertain_is_not_a_promise():
+    events = _clean() + [_send(20, "r1", outcome="rejected"), _send(21, "u1", outcome="uncertain")]
+    assert _broken(events) == []
+
+
+def test_loss_at_an_abrupt_failover_is_within_its_bound_until_a_failback_should_have_recovered_it():
+    events = [event for event in _clean() if event["kind"] != "measurement"]
+    events = [event for event in events if not (event["kind"] == "delivery" and event["id"] in ("m8", "m9"))]
+    # m8 and m9 were sent at 18 and 19: within 5 s before a failover that started at 20 and said 2 were at risk.
+    events += _operation(20, 25, "failover", "o2", abrupt=True, loss_window_s=5)
+    events[-1]["at_risk"] = 2
+    verdict = _verdicts(events)["no_loss"]
+    assert verdict["holds"], verdict
+    assert verdict["counted"]["lost_within_failover_bounds"] == {"o2": 2}
+
+    too_many = [dict(event, at_risk=1) if event.get("id") == "o2" and event.get("phase") == "end" else event
+                for event in events]
+    assert "said 1 were at risk" in _verdicts(too_many)["no_loss"]["broken"][0]["why"]
+
+    failed_back = events + _operation(150, 160, "failback", "o3")
+    verdict = _verdicts(failed_back)["no_loss"]
+    assert [item["id"] for item in verdict["broken"]] == ["m8", "m9"]
+
+
+def test_a_duplicate_is_caught_unless_a_fault_that_cuts_consumers_off_allows_it_and_then_only_so_many():
+    twice = _clean() + [_delivery(15, "m2", datacentre="dc2")]
+    verdict = _verdicts(twice)["no_duplicates"]
+    assert not verdict["holds"] and verdict["broken"][0]["id"] == "m2"
+    assert verdict["broken"][0]["why"] == "delivered 2 times"
+
+    killed = _clean() + _fault(40, 45, "kill", "f2", node="dc1-node1", redeliveries=1)
+    allowed = killed + [_delivery(50, "m2")]
+    verdict = _verdicts(allowed)["no_duplicates"]
+    assert verdict["holds"] and verdict["counted"]["allowed_redeliveries"] == {"kill f2": 1}
+    assert not _verdicts(allowed + [_delivery(51, "m4")])["no_duplicates"]["holds"]  # over its bound
+    late = killed + [_delivery(45 + checker.REDELIVERY_GRACE_SECONDS + 1, "m2")]
+    assert not _verdicts(late)["no_duplicates"]["holds"]
+
+
+def test_split_brain_is_caught_but_an_active_active_group_may_be_active_everywhere():
+    events = _clean() + [_activity(120, "dc1", "dc2")]
+    verdict = _verdicts(events)["single_active"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == "active at dc1, dc2 at once"
+    shared = _clean() + [_activity(120, "dc1", "dc2", group="shared", mode="active_active")]
+    assert _broken(shared) == []
+
+
+def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
+    short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
+    assert _broken(short) == []
+    long = _clean() + [_activity(120), _activity(150, "dc2")]
+    verdict = _verdicts(long)["active_somewhere"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == "active nowhere for 30.0 s outside any operation"
+    unknown = _clean() + [dict(_activity(120), active=None), _activity(150, "dc2")]  # not reachable: not known dark
+    assert _broken(unknown) == []
+
+
+@pytest.mark.parametrize("events, why", [
+    (_operation(120, None, "swapover", "o9"), "started, never ended"),
+    (_operation(120, 130, "swapover", "o9", outcome="failed", message="broker unreachable"),
+     "failed: broker unreachable"),
+    (_operation(120, 130, "swapover", "o9", outcome="refused"), "refused without a message"),
+    (_operation(120, 130, "swapover", "o9", outcome="refused", message="dc2 is behind") + [_activity(131, "dc1")],
+     "refused, but groups moved: {'orders': (['dc2'], ['dc1'])}"),
+])
+def test_a_wedged_failed_or_half_done_operation_is_caught(events, why):
+    verdict = _verdicts(_clean() + events)["operations_end_cleanly"]
+    assert not verdict["holds"] and [item["why"] for item in verdict["broken"]] == [why]
+
+
+def test_a_refusal_with_a_message_that_left_the_estate_as_it_was_is_clean():
+    events = _clean() + _operation(120, 130, "swapover", "o9", outcome="refused", message="dc1 is partitioned")
+    events.append(_activity(131, "dc2"))
+    verdict = _verdicts(events)["operations_end_cleanly"]
+    assert verdict["holds"] and verdict["counted"]["outcomes"] == {"done": 1, "refused": 1}
+
+
+def test_the_command_line_reads_a_history_file_and_exits_1_on_a_broken_promise(tmp_path, capsys):
+    path = tmp_path / "history.jsonl"
+    with history.Writer(str(path)) as writer:
+        writer.write_all(reversed(_clean()))  # written out of order, as threads do
+    assert checker.main([str(path)]) == 0
+    with history.Writer(str(path)) as writer:
+        writer.write("activity", t=300, group="orders", mode="full_state", active=["dc1", "dc2"])
+    assert checker.main([str(path)]) == 1
+    assert "single_active: BROKEN (1)" in capsys.readouterr().out
+    assert checker.main([str(path), "--json"]) == 1
+    assert not json.loads(capsys.readouterr().out)[2]["holds"]
+
+
+@pytest.mark.parametrize("line, words", [
+    ("not json", "line 1: not JSON"),
+    ('{"kind": "gossip", "t": 1}', "line 1: kind 'gossip'"),
+    ('{"kind": "send", "id": "m1"}', "line 1: send without a time t"),
+    ('{"kind": "operation", "t": 1, "name": "swapover", "phase": "end", "id": "o1"}', "without an outcome"),
+])
+def test_a_history_line_the_checker_cannot_read_is_named(tmp_path, capsys, line, words):
+    path = tmp_path / "history.jsonl"
+    path.write_text(line + "\n")
+    assert checker.main([str(path)]) == 2
+    assert words in capsys.readouterr().err
