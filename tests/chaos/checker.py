@@ -65,9 +65,13 @@ class Run:
         self.accepted = {event["id"]: event for event in events
                          if event["kind"] == "send" and event.get("outcome") == "accepted"}
         self.deliveries = defaultdict(list)
+        # Per group of a single active datacentre, its activity samples in time order (unknown ones left out).
+        self.activity = defaultdict(list)
         for event in events:
             if event["kind"] == "delivery":
                 self.deliveries[event["id"]].append(event)
+            elif event["kind"] == "activity" and event.get("mode") != "active_active" and event.get("active") is not None:
+                self.activity[event["group"]].append(event)
 
     def excerpt(self, times: list[float]) -> list[dict]:
         """The start and end of every fault and operation in progress at one of ``times`` or within
@@ -148,26 +152,17 @@ def no_duplicates(run: Run) -> dict:
                                                    "allowed_redeliveries": dict(allowed)})
 
 
-def _activity(run: Run) -> dict[str, list[dict]]:
-    """Per group of a single active datacentre, its activity samples in time order (unknown ones left out)."""
-    samples = defaultdict(list)
-    for event in run.events:
-        if event["kind"] == "activity" and event.get("mode") != "active_active" and event.get("active") is not None:
-            samples[event["group"]].append(event)
-    return samples
-
-
 def single_active(run: Run) -> dict:
     broken = [{"t": sample["t"], "group": group, "active": sorted(sample["active"]),
                "why": f"active at {', '.join(sorted(sample['active']))} at once"}
-              for group, samples in _activity(run).items() for sample in samples if len(set(sample["active"])) > 1]
-    return _verdict(run, "single_active", broken, {"samples": sum(len(s) for s in _activity(run).values())})
+              for group, samples in run.activity.items() for sample in samples if len(set(sample["active"])) > 1]
+    return _verdict(run, "single_active", broken, {"samples": sum(len(s) for s in run.activity.values())})
 
 
 def active_somewhere(run: Run) -> dict:
     operations = [_span_times(span, run.last) for span in run.operations.values()]
     broken, dark_seconds = [], 0.0
-    for group, samples in _activity(run).items():
+    for group, samples in run.activity.items():
         started = None
         for sample in samples + [None]:
             dark = sample is not None and not sample["active"]
@@ -187,7 +182,7 @@ def active_somewhere(run: Run) -> dict:
 def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
     """Per group, where it was active in the last sample before ``t`` (or the first after it)."""
     found = {}
-    for group, samples in _activity(run).items():
+    for group, samples in run.activity.items():
         chosen = [sample for sample in samples if (sample["t"] <= t if before else sample["t"] >= t)]
         if chosen:
             found[group] = sorted((chosen[-1] if before else chosen[0])["active"])
