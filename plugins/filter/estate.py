@@ -62,7 +62,14 @@ def relayed_after_swapover(address_groups, datacentres, active_datacentre, group
         raise AnsibleFilterError('relayed_after_swapover: %s' % exc)
 
 
+def drain_scope(address_groups, swapped, datacentres):
+    try:
+        return artemis_estate.drain_scope(address_groups, swapped, datacentres)
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('drain_scope: %s' % exc)
+
+
 class FilterModule:
     def filters(self):
         return {'estate': estate, 'restart_order': restart_order, 'address_group': address_group,
-                'relayed_after_swapover': relayed_after_swapover}
+                'relayed_after_swapover': relayed_after_swapover, 'drain_scope': drain_scope}

@@ -216,6 +216,16 @@ def _address_filter(group, groups):
     return ','.join('!' + prefix for prefix in excluded)
 
 
+def mirror_connection_name(target, group_name):
+    """What Artemis calls the mirror connection of a group to ``target`` (its store-and-forward queue follows it)."""
+    return '%s_%s' % (target, group_name)
+
+
+def bridge_link_name(group_name, target):
+    """The name of the bridge of a group to ``target``, and of its outbound queue."""
+    return '%s%s.%s' % (OUTBOUND_QUEUE_PREFIX, group_name, target)
+
+
 def mirror_connections(groups, datacentres, active_datacentre):
     """Every mirror connection of the estate: ``name`` (what Artemis calls it, ``<target>_<group>``), ``source`` and
     ``target`` datacentre, ``group``, ``mode``, ``message_acknowledgements`` and ``address_filter``.
@@ -229,7 +239,8 @@ def mirror_connections(groups, datacentres, active_datacentre):
             for group in normalised:
                 if group['engine'] != MIRROR or group['owner'] not in (source, target):
                     continue
-                connections.append({'name': '%s_%s' % (target, group['name']), 'source': source, 'target': target,
+                connections.append({'name': mirror_connection_name(target, group['name']), 'source': source,
+                                    'target': target,
                                     'group': group['name'], 'mode': group['mode'],
                                     'message_acknowledgements': group['mode'] == FULL_STATE,
                                     'address_filter': _address_filter(group, normalised)})
@@ -269,7 +280,7 @@ def bridge_links(groups, datacentres, active_datacentre):
             if target == source:
                 continue
             for group in bridged:
-                links.append({'name': '%s%s.%s' % (OUTBOUND_QUEUE_PREFIX, group['name'], target), 'source': source,
+                links.append({'name': bridge_link_name(group['name'], target), 'source': source,
                               'target': target, 'group': group['name'], 'inbound': inbound_address(group['name']),
                               'diverts': [{'name': '%s%s.%s.%s' % (DIVERT_PREFIX, group['name'], target, index),
                                            'address': address}
@@ -317,6 +328,28 @@ def uncompared_prefixes(groups):
     what the source consumed until a swapover reconciles them)."""
     return [prefix for group in normalise_groups(groups, None) if group['mode'] == MESSAGES_ONLY
             for prefix in group['addresses']] + identity_prefixes(groups)
+
+
+def drain_scope(groups, swapped, datacentres):
+    """What a swapover's drain waits for: the backlog of the ``swapped`` groups' mirror connections and bridges
+    (``links``, by name) and the counts of their queues only (the clients of every other group go on acting
+    meanwhile, so their backlogs and counts move), never those of uncompared_prefixes. ``links``,
+    ``include_prefixes``, ``exclude_prefixes`` and ``compare_queues`` (false when none of the swapped groups' queues
+    can be compared) for artemis_drain_check."""
+    normalised = normalise_groups(groups, None)
+    uncompared = uncompared_prefixes(groups)
+    links = sorted(mirror_connection_name(target, group['name']) if group['engine'] == MIRROR
+                   else bridge_link_name(group['name'], target)
+                   for group in normalised if group['name'] in swapped for target in datacentres)
+    if any(not group['addresses'] and group['name'] in swapped for group in normalised):
+        # The catch-all group is swapped: every address but the other groups' prefixes.
+        others = [prefix for group in normalised if group['name'] not in swapped for prefix in group['addresses']]
+        return {'links': links, 'include_prefixes': [], 'exclude_prefixes': sorted(set(uncompared + others)),
+                'compare_queues': True}
+    included = sorted(prefix for group in normalised if group['name'] in swapped for prefix in group['addresses']
+                      if prefix not in uncompared)
+    return {'links': links, 'include_prefixes': included, 'exclude_prefixes': sorted(uncompared),
+            'compare_queues': bool(included)}
 
 
 def inbound_address(group_name):

@@ -329,5 +329,13 @@ class ArtemisManagement(object):
         """Every client connection: connectionID, users, remoteAddress, protocol, ..."""
         return self._list('listConnections')
 
+    def consumers(self):
+        """Every consumer: queue, address, remoteAddress (its connection's), user, ..."""
+        return self._list('listConsumers')
+
+    def producers(self):
+        """Every producer: address (empty for an anonymous one), remoteAddress (its connection's), user, ..."""
+        return self._list('listProducers')
+
     def close_connection(self, connection_id):
         return self.execute(broker_mbean(self.name), 'closeConnectionWithID(java.lang.String)', connection_id)

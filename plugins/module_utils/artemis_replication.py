@@ -60,6 +60,9 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
         report['kept'] = client.count_messages(KEPT_ADDRESS, KEPT_ADDRESS, group_by=ORIGINAL_ADDRESS_PROPERTY)
     backlog = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                    if queue['name'].startswith(MIRROR_QUEUE_PREFIX))
+    # How many events a link's queue has delivered since the broker started: with the backlog, where a drain under
+    # load stands (artemis_drain_check's caught_up).
+    acknowledged = dict((queue['name'], _int(queue.get('messagesAcked'))) for queue in queues)
     for connection in client.broker_connections():
         report['links'].append({
             'name': connection['name'],
@@ -67,6 +70,7 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             'started': _flag(connection.get('started')),
             'connected': _flag(connection.get('connected')),
             'backlog': backlog.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
+            'acknowledged': acknowledged.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
         })
     outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                     if queue['name'].startswith((OUTBOUND_QUEUE_PREFIX, EXPORT_QUEUE_PREFIX)))
@@ -81,13 +85,14 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             # An export leads to a broker outside the estate: reported apart, as it is not the estate's replication.
             kind = 'exports' if bridge['queue'].startswith(EXPORT_QUEUE_PREFIX) else 'links'
             report[kind].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
-                                 'connected': bridge['connected'], 'backlog': outbound[bridge['queue']]})
+                                 'connected': bridge['connected'], 'backlog': outbound[bridge['queue']],
+                                 'acknowledged': acknowledged[bridge['queue']]})
     # Artemis stops every bridge of a broker once one is refused a send (AMQ224058), and no longer lists them: what
     # waits in their outbound queues has not crossed all the same (the drain check and the collector count it).
     for name in sorted(set(outbound) - bridged):
         if name.startswith(OUTBOUND_QUEUE_PREFIX):
             report['links'].append({'name': name, 'engine': 'bridge', 'listed': False, 'started': False,
-                                    'connected': False, 'backlog': outbound[name]})
+                                    'connected': False, 'backlog': outbound[name], 'acknowledged': acknowledged[name]})
     for queue in queues:
         if is_application_queue(queue, include_prefixes, exclude_prefixes):
             report['queues'].append({

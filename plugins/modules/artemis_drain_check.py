@@ -39,6 +39,21 @@ options:
     description: Compare the queues too. V(false) waits only for the source's mirror backlog to be delivered.
     type: bool
     default: true
+  links:
+    description:
+      - Only these mirror connections and bridges (by name, as the brokers list them) are waited for; empty, every
+        one. A swapover waits for its groups' links only, as the other groups' clients go on acting.
+    type: list
+    elements: str
+    default: []
+  caught_up:
+    description:
+      - "For a source whose clients go on acting (a failback's active datacentre), where neither the counts nor the
+        backlog ever settle: done when every event that each source link held at its first look has been delivered
+        (the link's queue has acknowledged that many more), whatever arrived since. Queue counts are not compared."
+      - A link whose broker restarted (its counters start again) is looked at afresh.
+    type: bool
+    default: false
   poll_interval:
     description: Seconds between two looks.
     type: float
@@ -100,17 +115,38 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replica
 
 
 def look(params):
-    """(backlog per source link, queues out of sync, unreachable brokers, kept messages per broker)."""
+    """(backlog per source link, acknowledged per source link, queues out of sync, unreachable brokers, kept
+    messages per broker)."""
     reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     source = [report for report in reports if report['datacentre'] == params['source_datacentre']]
-    backlog = dict(('%s/%s' % (report['name'], link['name']), link['backlog'])
-                   for report in source for link in report['links'])
+    links = [(report, link) for report in source for link in report['links']
+             if not params['links'] or link['name'] in params['links']]
+    backlog = dict(('%s/%s' % (report['name'], link['name']), link['backlog']) for report, link in links)
+    acknowledged = dict(('%s/%s' % (report['name'], link['name']), link.get('acknowledged', 0))
+                        for report, link in links)
     out_of_sync = []
-    if params['compare_queues']:
+    if params['compare_queues'] and not params['caught_up']:
         out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
     unreachable = [report['name'] for report in reports if not report['reachable']]
     kept = dict((report['name'], sum(report['kept'].values())) for report in reports if report['kept'])
-    return backlog, out_of_sync, unreachable, kept
+    return backlog, acknowledged, out_of_sync, unreachable, kept
+
+
+def still_to_deliver(backlog, acknowledged, marks):
+    """Per source link, how many of the events it held at its mark it has not delivered yet (links done left out).
+    ``marks`` ({link: {'acknowledged', 'until'}}) is updated: a link seen for the first time, or whose acknowledged
+    count went back (its broker restarted or its backup took over), is marked at what it has delivered plus what it
+    holds now."""
+    waiting = {}
+    for link, held in backlog.items():
+        delivered = acknowledged.get(link, 0)
+        mark = marks.get(link)
+        if mark is None or delivered < mark['acknowledged']:
+            mark = marks[link] = {'acknowledged': delivered, 'until': delivered + held}
+        mark['acknowledged'] = delivered
+        if delivered < mark['until']:
+            waiting[link] = mark['until'] - delivered
+    return waiting
 
 
 def main():
@@ -121,6 +157,8 @@ def main():
         timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=1.0),
         compare_queues=dict(type='bool', default=True),
+        caught_up=dict(type='bool', default=False),
+        links=dict(type='list', elements='str', default=[]),
     )
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -135,16 +173,21 @@ def main():
                          % ', '.join(datacentres))
 
     started = time.monotonic()
-    progress = []
+    progress, marks = [], {}
     while True:
         try:
-            backlog, out_of_sync, unreachable, kept = look(params)
+            backlog, acknowledged, out_of_sync, unreachable, kept = look(params)
         except ManagementError as exc:
             module.fail_json(msg=str(exc), progress=progress)
         elapsed = round(time.monotonic() - started, 3)
         progress.append({'elapsed': elapsed, 'backlog': sum(backlog.values()), 'out_of_sync': len(out_of_sync),
                          'unreachable': unreachable})
-        drained = not unreachable and not out_of_sync and not any(backlog.values())
+        if params['caught_up']:
+            waiting = still_to_deliver(backlog, acknowledged, marks)
+            drained = not unreachable and not waiting
+        else:
+            waiting = backlog
+            drained = not unreachable and not out_of_sync and not any(backlog.values())
         if drained or elapsed >= params['timeout']:
             break
         time.sleep(params['poll_interval'])
@@ -152,8 +195,9 @@ def main():
     result = dict(changed=False, drained=drained, elapsed=elapsed, backlog=backlog, out_of_sync=out_of_sync,
                   kept=kept, progress=progress)
     if not drained:
-        module.fail_json(msg='%s did not drain within %ss: backlog per link %s; queues out of sync: %s%s%s' % (
-            params['source_datacentre'], params['timeout'], backlog,
+        module.fail_json(msg='%s did not drain within %ss: %s per link %s; queues out of sync: %s%s%s' % (
+            params['source_datacentre'], params['timeout'],
+            'still to deliver of what it held at first' if params['caught_up'] else 'backlog', waiting,
             ', '.join('%s %s' % (entry['queue'], entry['message_counts']) for entry in out_of_sync) or 'none',
             '; unreachable: %s' % ', '.join(unreachable) if unreachable else '',
             '; kept because the mirror found no queue (settle them with artemis_reconcile): %s' % kept

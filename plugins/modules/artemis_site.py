@@ -233,6 +233,23 @@ def is_exempt(connection, exempt_users, exempt_ports):
     return users <= set(exempt_users) or (port.isdigit() and int(port) in exempt_ports)
 
 
+def connections_to_close(client, params, selected):
+    """The client connections a fence closes: every one not exempt, but those whose every consumer and producer
+    works on addresses outside the selected groups (another group's clients, a messages_only group's, go on
+    undisturbed: closing them would redeliver what they had in flight). A connection with no consumer or producer,
+    or with an anonymous producer, is closed: what it will do is not known."""
+    staging = prefix_entries(params['address_groups'], selected)
+    elsewhere, here = set(), set()
+    for entry in client.consumers() + client.producers():
+        address = entry.get('address') or ''
+        in_group = not address or (staging_entry(address, staging) or {}).get('group') in selected
+        (here if in_group else elsewhere).add(entry.get('remoteAddress'))
+    kept = elsewhere - here
+    return [connection['connectionID'] for connection in client.connections()
+            if not is_exempt(connection, params['exempt_users'], params['exempt_ports'])
+            and connection.get('remoteAddress') not in kept]
+
+
 def live_settings(client, matches):
     """{match: {permission: [roles]}} as the broker applies them now."""
     live = {}
@@ -286,8 +303,7 @@ def survey(params, desired, selected, client_for=ArtemisManagement.from_params, 
         connections = []
         if params['state'] == 'passive' and (changes or any(int(queue['consumerCount'])
                                                             for queue in group_queues(client, params, selected))):
-            connections = [c['connectionID'] for c in client.connections()
-                           if not is_exempt(c, params['exempt_users'], params['exempt_ports'])]
+            connections = connections_to_close(client, params, selected)
         plan.append(BrokerPlan(broker, client, live, changes, connections,
                                address_setting_changes(client, desired_address_settings or {})))
     return plan, active_elsewhere

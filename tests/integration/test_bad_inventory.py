@@ -206,6 +206,10 @@ def _malformed_zookeeper(hosts, all_vars):
     all_vars["replication_zookeeper"] = {"connect-string": "zk1 zk2"}
 
 
+def _failure_detection_too_short(hosts, all_vars):
+    all_vars["replication_ha_failure_detection_ms"] = 500
+
+
 def _missing_tls_certificate(hosts, all_vars):
     all_vars["replication_tls_cert"] = "/nonexistent/broker.pem"
     all_vars["replication_tls_key"] = "/nonexistent/broker.key"
@@ -357,6 +361,8 @@ CASES = {
     "password that is not a string": (_numeric_user_password, ["broker_users", "password"]),
     "host in two datacentres": (_host_in_two_datacentres, ["dc1-node1", "exactly one datacentre"]),
     "malformed ZooKeeper connect string": (_malformed_zookeeper, ["replication_zookeeper", "connect-string"]),
+    "pair failure detection too short": (
+        _failure_detection_too_short, ["replication_ha_failure_detection_ms", "2000 or more", "got 500"]),
     "user-provided TLS certificate missing": (
         _missing_tls_certificate, ["replication_tls_cert", "/nonexistent/broker.pem"]),
     "client role on an internal prefix": (_client_role_on_an_internal_prefix,

@@ -288,3 +288,22 @@ def test_a_group_under_a_reserved_prefix_is_refused_by_name(prefix, reserved):
     with pytest.raises(artemis_estate.EstateError,
                        match=re.escape("address group mine: prefix %r is under %r" % (prefix, reserved))):
         artemis_estate.normalise_groups([{"name": "mine", "addresses": [prefix]}], "dc1")
+
+
+def test_a_swapover_drain_compares_only_the_swapped_groups_queues():
+    groups = TESTBED_GROUPS + [{"name": "books", "addresses": ["books."], "engine": "bridge"},
+                               {"name": "orders", "addresses": ["orders.", "invoices."]}]
+    # The catch-all swapped: everything but the other groups' prefixes (east's clients act at dc2 meanwhile).
+    datacentres = ["dc1", "dc2"]
+    assert artemis_estate.drain_scope(groups, ["all", "books"], datacentres) == {
+        "links": ["continuity.out.books.dc1", "continuity.out.books.dc2", "dc1_all", "dc2_all"],
+        "include_prefixes": [], "exclude_prefixes": ["books.", "east.", "inflow.", "invoices.", "orders."],
+        "compare_queues": True}
+    assert artemis_estate.drain_scope(groups, ["orders"], datacentres) == {
+        "links": ["dc1_orders", "dc2_orders"], "include_prefixes": ["invoices.", "orders."],
+        "exclude_prefixes": ["books.", "inflow."], "compare_queues": True}
+    # A full_state bridge group alone: its counts differ by design until the swapover reconciles them.
+    assert artemis_estate.drain_scope(groups, ["books"], datacentres)["compare_queues"] is False
+    # The links the swapover waits for are the ones the brokers run, by the same names.
+    running = {link["name"] for link in artemis_estate.replication_links(groups, datacentres, "dc1")}
+    assert set(artemis_estate.drain_scope(groups, ["all", "books"], datacentres)["links"]) <= running

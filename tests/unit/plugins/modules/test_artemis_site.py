@@ -70,10 +70,12 @@ class StubBroker:
     """A broker as artemis_site sees it through the management client: its security settings, clients and queues;
     it records what the module changed."""
 
-    def __init__(self, settings, connections=(), live=True, reachable=True, consumers=0):
+    def __init__(self, settings, connections=(), live=True, reachable=True, consumers=0, working_on=None):
         self.settings = {match: dict(permissions) for match, permissions in settings.items()}
         self.open_connections = list(connections)
-        self.consumers = consumers  # on the queue "orders" (group "all")
+        self.consumer_count = consumers  # on the queue "orders" (group "all")
+        # remoteAddress -> the address its connection's one consumer works on (default: "orders")
+        self.working_on = working_on or {}
         self.live, self.reachable = live, reachable
         self.calls = []
         self.runtime_address_settings = {}  # match -> JSON settings, as addAddressSettings took them
@@ -96,6 +98,14 @@ class StubBroker:
     def connections(self):
         return self.open_connections
 
+    def consumers(self):
+        return [{"remoteAddress": connection.get("remoteAddress"),
+                 "address": self.working_on.get(connection.get("remoteAddress"), "orders")}
+                for connection in self.open_connections if connection["users"] == "app"]
+
+    def producers(self):
+        return []
+
     def address_settings(self, address):
         covering = [match for match in self.runtime_address_settings if address.startswith(match[:-1])]
         return self.runtime_address_settings[max(covering, key=len)] if covering else {}
@@ -109,7 +119,7 @@ class StubBroker:
 
     def queues(self):
         return [{"name": "orders", "address": "orders", "routingType": "ANYCAST", "deliveringCount": "0",
-                 "consumerCount": str(self.consumers)}]
+                 "consumerCount": str(self.consumer_count)}]
 
     def pause_queue(self, queue):
         self.calls.append(("pause", queue["name"]))
@@ -157,7 +167,7 @@ def _settings(state):
     return desired_settings(_params(state), ["all"])
 
 
-CLIENT = {"connectionID": "c1", "users": "app", "localAddress": "10.0.2.21:61616"}
+CLIENT = {"connectionID": "c1", "users": "app", "localAddress": "10.0.2.21:61616", "remoteAddress": "10.0.0.5:40001"}
 MIRROR = {"connectionID": "c2", "users": "replicator", "localAddress": "10.0.2.21:61616"}
 
 
@@ -179,6 +189,16 @@ def test_a_fence_withholds_the_group_pauses_its_queues_and_closes_only_client_co
     assert clients_may_act(dc2.settings, "amq") == []
     exited, again = _site("passive", {"dc2-node1": ("dc2", StubBroker(dc2.settings, [MIRROR]))})
     assert exited and not again["changed"] and again["previous_state"] == "passive"
+
+
+def test_a_fence_leaves_open_the_connections_that_work_only_on_other_groups():
+    """A swapover of `all` does not cut off the clients of a messages_only group at the source: closing them would
+    redeliver what they had in flight (found by the chaos run, issue 47)."""
+    inflow = {"connectionID": "c3", "users": "app", "localAddress": "10.0.2.21:61616", "remoteAddress": "10.0.0.5:40002"}
+    dc2 = StubBroker(_settings("active"), [CLIENT, MIRROR, inflow], working_on={"10.0.0.5:40002": "inflow.orders"})
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and result["closed_connections"] == {"dc2-node1": 1}
+    assert ("close", "c1") in dc2.calls and ("close", "c3") not in dc2.calls
 
 
 def test_a_fence_that_holds_leaves_the_datacentres_clients_connected():
