@@ -30,13 +30,14 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
-	drills reproduce-mirror-race
+	drills chaos reproduce-mirror-race
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
 	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart, upgrade and certificate rotation of a 2 x 2 estate under load, the live RPO paging, the measurement installed offline on a systemd node, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
+	@echo "make chaos   faults and operations together under load, judged by the history checker: SEED=1 ESTATE=2x2|3x1 DURATION=1200 (docs/chaos.md)"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 
@@ -181,6 +182,14 @@ drills: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
 	pytest tests/drills
 	pytest tests/integration -m drill
 	$(MAKE) --no-print-directory molecule
+
+# Faults and operations together under load (docs/chaos.md): the schedule of SEED on a bed of its own (ESTATE 2x2
+# or 3x1), DURATION seconds, then the checker's verdicts (tests/drills/results/chaos/).
+SEED ?= 1
+ESTATE ?= 2x2
+DURATION ?= 1200
+chaos: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
+	cd tests && python -m chaos.runner --seed $(SEED) --estate $(ESTATE) --duration $(DURATION)
 
 # Re-check an Artemis release for the mirror's create-queue race (docs/upstream/mirror-create-queue-race.md): what
 # a 2 x 2 shared_nothing bed loses without reconciliation. Builds its own test bed.

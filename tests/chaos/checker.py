@@ -14,8 +14,9 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
                             no more than it allows
     single_active           a group of one active datacentre (any mode but active_active) is never active at two
     active_somewhere        ... nor active nowhere for longer than DARK_TOLERANCE_SECONDS outside an operation
+    single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
-                            where they were
+                            where they were; one the run interrupted is resumed by the next, which ends done
     measurement_agrees      what the product published as lost is what the history lost
 """
 
@@ -60,6 +61,8 @@ class Run:
         schedule = next((event for event in events if event["kind"] == "schedule"), {})
         self.replay = ("make chaos " + " ".join(f"{name.upper()}={schedule[key]}" for name, key in (
             ("seed", "seed"), ("estate", "estate"), ("duration", "duration_s")) if key in schedule)).strip()
+        if str(schedule.get("name", "")).startswith("regression-"):  # a fixed schedule of tests/drills/test_chaos.py
+            self.replay = f"pytest tests/drills/test_chaos.py -k {schedule['name'][len('regression-'):]}"
         self.faults = _spans(events, "fault")
         self.operations = _spans(events, "operation")
         self.accepted = {event["id"]: event for event in events
@@ -179,6 +182,14 @@ def active_somewhere(run: Run) -> dict:
     return _verdict(run, "active_somewhere", broken, {"dark_seconds": round(dark_seconds, 1)})
 
 
+def single_live_broker(run: Run) -> dict:
+    samples = [event for event in run.events if event["kind"] == "brokers"]
+    broken = [{"t": sample["t"], "datacentre": sample.get("datacentre"), "live": sample["live"],
+               "why": f"{' and '.join(sample['live'])} live at once"}
+              for sample in samples if len(sample.get("live") or []) > 1]
+    return _verdict(run, "single_live_broker", broken, {"samples": len(samples)})
+
+
 def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
     """Per group, where it was active in the last sample before ``t`` (or the first after it)."""
     found = {}
@@ -198,7 +209,13 @@ def operations_end_cleanly(run: Run) -> dict:
             broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "started, never ended"})
             continue
         outcomes[end["outcome"]] += 1
-        if end["outcome"] == "failed":
+        if end["outcome"] == "interrupted":
+            resumed = [other for other in run.operations.values() if other["start"]
+                       and other["start"].get("args", {}).get("resumes") == span["id"]]
+            if not any(other["end"] and other["end"]["outcome"] == "done" for other in resumed):
+                broken.append({"t": t, "id": span["id"], "operation": span["name"],
+                               "why": "interrupted, and no run of it after ended done (wedged)"})
+        elif end["outcome"] == "failed":
             broken.append({"t": t, "id": span["id"], "operation": span["name"],
                            "why": f"failed: {end.get('message') or 'no message'}"})
         elif end["outcome"] == "refused":
@@ -225,7 +242,8 @@ def measurement_agrees(run: Run) -> dict:
     return _verdict(run, "measurement_agrees", broken, {"measurements_checked": checked})
 
 
-INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, operations_end_cleanly, measurement_agrees)
+INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_live_broker, operations_end_cleanly,
+              measurement_agrees)
 
 
 def check(events: list[dict]) -> list[dict]:
@@ -234,7 +252,7 @@ def check(events: list[dict]) -> list[dict]:
     return [invariant(run) for invariant in INVARIANTS]
 
 
-def _print(verdicts: list[dict]) -> None:
+def print_verdicts(verdicts: list[dict]) -> None:
     for verdict in verdicts:
         state = "holds" if verdict["holds"] else f"BROKEN ({verdict['broken_count']})"
         print(f"{verdict['invariant']}: {state}  {json.dumps(verdict['counted'], sort_keys=True)}")
@@ -260,7 +278,7 @@ def main(argv=None) -> int:
     if arguments.json:
         print(json.dumps(verdicts, indent=1))
     else:
-        _print(verdicts)
+        print_verdicts(verdicts)
     return 0 if all(verdict["holds"] for verdict in verdicts) else 1
 
 

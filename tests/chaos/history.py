@@ -3,11 +3,16 @@
 Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
 
     schedule     seed, estate, duration_s                                the first line: how to replay the run
-    send         client, group, id, outcome (accepted | rejected | uncertain)
+    send         client, group, id, outcome (accepted | rejected | uncertain); a message every datacentre consumes
+                 a copy of (messages_only) is one send per copy, ``id@datacentre``, as are its deliveries
     delivery     client, group, datacentre, id                           a consumer accepted the message
     fault        name, phase (start | end), id, args                     e.g. partition, kill, stop, power_off
-    operation    name, phase (start | end), id, args; at the end outcome (done | refused | failed) and message
+    operation    name, phase (start | end), id, args; at the end outcome (done | refused | failed | interrupted:
+                 the run stopped its playbook part-way) and message; one that resumes an interrupted one says
+                 args.resumes
     activity     group, mode, active                                     where the estate says the group is active
+    brokers      datacentre, live, silent                                its brokers that answer as live, and those
+                                                                         that do not answer
     measurement  name, scope, value                                      what the product published (lost, ...)
 
 What the design allows is carried by the events that allow it, never by the checker's mood: an abrupt failover
@@ -23,9 +28,9 @@ import threading
 import time
 from typing import Iterable
 
-KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "measurement")
+KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "brokers", "measurement")
 PHASES = ("start", "end")
-OUTCOMES = ("done", "refused", "failed")
+OUTCOMES = ("done", "refused", "failed", "interrupted")
 
 
 class HistoryError(ValueError):

@@ -110,7 +110,7 @@ def plan(seed: int, estate: str, duration: float) -> list[Step]:
         raise ValueError(f"ESTATE={estate}: one of {', '.join(ESTATES)}")
     if duration <= 0:
         raise ValueError(f"DURATION={duration}: a number of seconds above 0")
-    rng = random.Random(f"{seed}/{estate}/{duration}")
+    rng = random.Random(f"{seed}/{estate}/{float(duration):g}")  # DURATION=1200 and 1200.0 are one schedule
     return sorted(_operations(rng, estate, duration) + _faults(rng, estate, duration),
                   key=lambda step: (step.at, step.kind, step.name))
 

@@ -119,6 +119,14 @@ def test_split_brain_is_caught_but_an_active_active_group_may_be_active_everywhe
     assert _broken(shared) == []
 
 
+def test_two_live_brokers_of_one_datacentre_are_caught():
+    pair = {"kind": "brokers", "datacentre": "dc2", "silent": []}
+    events = _clean() + [dict(pair, t=50, live=["dc2-node2"]), dict(pair, t=51, live=["dc2-node1", "dc2-node2"])]
+    verdict = _verdicts(events)["single_live_broker"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == "dc2-node1 and dc2-node2 live at once"
+    assert _verdicts(events[:-1])["single_live_broker"]["holds"]
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
@@ -140,6 +148,17 @@ def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolera
 def test_a_wedged_failed_or_half_done_operation_is_caught(events, why):
     verdict = _verdicts(_clean() + events)["operations_end_cleanly"]
     assert not verdict["holds"] and [item["why"] for item in verdict["broken"]] == [why]
+
+
+def test_an_interrupted_operation_is_clean_only_when_a_run_of_it_after_ends_done():
+    interrupted = _clean() + _operation(120, 130, "swapover", "o9", outcome="interrupted", message="SIGKILL after 5 s")
+    wedged = interrupted + _operation(131, 150, "swapover", "o10", outcome="refused", message="dc1 is fenced",
+                                      resumes="o9")
+    verdict = _verdicts(wedged)["operations_end_cleanly"]
+    assert not verdict["holds"]
+    assert [item["why"] for item in verdict["broken"]] == ["interrupted, and no run of it after ended done (wedged)"]
+    resumed = interrupted + _operation(131, 150, "swapover", "o10", resumes="o9")
+    assert _broken(resumed + [_activity(151, "dc2")]) == []
 
 
 def test_a_refusal_with_a_message_that_left_the_estate_as_it_was_is_clean():

@@ -1,0 +1,474 @@
+"""What a chaos run does to the estate: the faults (test bed commands), the operations (the collection's playbooks,
+as an operator runs them) and where the estate says each group is active, every event into the run's history.
+
+Where the world would not allow a step (a fault on a broker of a datacentre a failover took down, a failback with
+nothing failed over), the runner skips it and says so in its log; the history holds only what happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    BrokerUnreachable, ManagementError)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
+from support.estate import REPO_ROOT, TESTBED
+
+# The groups that follow the active datacentre (the test bed's `all` and `books`), and `east`, owned by dc2.
+MOVING_GROUPS = ["all", "books"]
+PROBE_ADDRESSES = {"all": "chaos.probe", "books": "books.chaos.probe", "east": "east.chaos.probe"}
+NOT_CLIENTS = {"amq", "replication"}
+ACTIVITY_INTERVAL_S = 1.0
+FAILOVER_LOSS_WINDOW_S = 30.0
+RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
+
+
+def _failure_message(output: str) -> str:
+    """The message of the task that failed a playbook (its `msg`, as the YAML callback prints it), else the last
+    lines."""
+    lines = output.splitlines()
+    for number in range(len(lines) - 1, -1, -1):
+        if lines[number].startswith(("fatal:", "failed:")):
+            block = lines[number + 1:]
+            block = block[:next((i for i, line in enumerate(block) if not line.strip()), len(block))]
+            for i, line in enumerate(block):
+                if line.strip().startswith("msg:"):
+                    text = [line.strip()[4:].strip()] + [more.strip() for more in block[i + 1:]
+                                                         if more.startswith(" " * (len(line) - len(line.lstrip()) + 1))]
+                    return " ".join(text)[:600]
+            return lines[number][:600]
+    return " ".join(output.strip().splitlines()[-3:])[:600]
+
+
+class World:
+    PREVIOUS_RELEASE = "2.44.0"
+    RESTART_LEVEL_HEAPS = ("512m", "640m")
+
+    def __init__(self, estate, inventory, writer, log_handle, directory, upgraded, redeliveries):
+        self.estate, self.inventory, self.writer, self.directory = estate, inventory, writer, directory
+        self._log_handle = log_handle
+        self.datacentres = sorted({node.dc for node in estate.nodes})
+        self.active = "dc1"
+        self.failed_over: dict | None = None
+        self.upgraded = upgraded
+        self.heap = self.RESTART_LEVEL_HEAPS[0]
+        self.redeliveries = redeliveries
+        self.lock = threading.RLock()
+        self.down_datacentres: set[str] = set()    # powered off by a failover
+        self.faulted: set[str] = set()             # brokers under a fault
+        self.closing = threading.Event()           # the schedule's time is up
+        self.stopping = threading.Event()          # the run is over
+        self.findings: list[str] = []
+        self._count = 0
+
+    # -- the record --------------------------------------------------------------------------------------------
+
+    def log(self, text: str) -> None:
+        with self.lock:
+            self._log_handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+            self._log_handle.flush()
+
+    def _id(self, name: str) -> str:
+        with self.lock:
+            self._count += 1
+            return f"{name}-{self._count}"
+
+    def nodes_of(self, datacentre: str):
+        return [node for node in self.estate.nodes if node.dc == datacentre]
+
+    # -- the bed ----------------------------------------------------------------------------------------------
+
+    def testbed(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run([TESTBED, *args], capture_output=True, text=True, timeout=600, check=False)
+        if check and done.returncode:
+            raise RuntimeError(f"testbed {' '.join(args)}: {done.stderr[-500:]}")
+        return done
+
+    def _broker_signal(self, node: str, name: str) -> None:
+        self.testbed("exec", node, "--", "pkill", f"-{name}", "-f", f"-Dartemis.instance=/var/opt/artemis/{node} ",
+                     check=False)
+
+    def start_broker(self, node: str) -> None:
+        """As the node's init would at boot: the broker's own service script."""
+        if self.estate.broker_pids(self._node(node)):
+            return
+        self.testbed("exec", node, "--", "sh", "-c", f"rm -f /var/opt/artemis/{node}/data/artemis.pid && runuser -u "
+                     f"artemis -- /var/opt/artemis/{node}/bin/artemis-service start >/dev/null 2>&1")
+
+    def _node(self, name: str):
+        return next(node for node in self.estate.nodes if node.name == name)
+
+    def create_subscription(self, datacentre: str, topic: str, subscription: str) -> None:
+        live = self.live_broker(datacentre)
+        cli = os.path.join(os.environ["ARTEMIS_HOME"], "bin", "artemis")
+        subprocess.run([cli, "queue", "create", "--url", live.core_url, "--user", live.admin_user, "--password",
+                        live.admin_password, "--name", subscription, "--address", topic, "--multicast", "--durable",
+                        "--auto-create-address", "--silent"], check=True, capture_output=True, text=True,
+                       timeout=120, cwd=REPO_ROOT)
+
+    def live_broker(self, datacentre: str, timeout: float = 2.0):
+        """The broker of ``datacentre`` that is live now (None when none answers as live)."""
+        return next(iter(self.brokers(datacentre, timeout)["live"]), None)
+
+    def brokers(self, datacentre: str, timeout: float = 2.0) -> dict:
+        """The brokers of ``datacentre`` that answer as live, and those that do not answer."""
+        seen = {"live": [], "silent": []}
+        for node in self.nodes_of(datacentre):
+            try:
+                if node.management(timeout=timeout).status()["live"]:
+                    seen["live"].append(node)
+            except (BrokerUnreachable, ManagementError, OSError):
+                seen["silent"].append(node)
+        return seen
+
+    def supervise(self) -> None:
+        """What the broker's systemd unit does on a host (Restart=on-failure), for the test bed's plain nodes: a
+        broker that ended by itself (not stopped cleanly, nor by one of the run's faults) is started again after
+        5 s, and the run records how it ended."""
+        while not self.stopping.wait(5):
+            for node in self.estate.nodes:
+                with self.lock:
+                    if node.name in self.faulted or node.dc in self.down_datacentres:
+                        continue
+                if self.estate.broker_pids(node) or not self._ended_by_itself(node.name):
+                    continue
+                with self.lock:
+                    if node.name in self.faulted or node.dc in self.down_datacentres:
+                        continue
+                    self.finding(f"{node.name} ended by itself: {self._last_words(node.name)}")
+                    self.start_broker(node.name)
+
+    def _log_lines(self, node: str, pattern: str) -> list[str]:
+        done = self.testbed("exec", node, "--", "sh", "-c", f"grep -E '{pattern}' /var/opt/artemis/{node}/log/artemis.log "
+                            "| tail -n 20 || true", check=False)
+        return done.stdout.splitlines()
+
+    def _ended_by_itself(self, node: str) -> bool:
+        """Whether the broker's log ends without its clean stop (AMQ221002) after its last start (AMQ221001)."""
+        lines = self._log_lines(node, "AMQ221001|AMQ221002")
+        return bool(lines) and "AMQ221002" not in lines[-1]
+
+    def _last_words(self, node: str) -> str:
+        lines = self._log_lines(node, " ERROR | FATAL |AMQ224079|OutOfMemory")
+        return lines[-1][:400] if lines else "nothing logged"
+
+    # -- where clients may act --------------------------------------------------------------------------------
+
+    def activity(self, pairs: dict | None = None) -> dict[str, dict]:
+        """Per group, where its clients may send or consume now: {group: {active: [...], unreachable: [...]}}.
+        ``pairs``, when given, gets per datacentre what brokers() saw."""
+        seen = {group: {"active": [], "unreachable": []} for group in PROBE_ADDRESSES}
+        for datacentre in self.datacentres:
+            brokers = self.brokers(datacentre)
+            if pairs is not None:
+                pairs[datacentre] = brokers
+            live = brokers["live"][0] if brokers["live"] else None
+            for group, address in PROBE_ADDRESSES.items():
+                try:
+                    roles = live.management(timeout=2.0).roles(address) if live else None
+                except (BrokerUnreachable, ManagementError, OSError):
+                    roles = None
+                if roles is None:
+                    seen[group]["unreachable"].append(datacentre)
+                elif any(role["name"] not in NOT_CLIENTS and (role.get("send") or role.get("consume"))
+                         for role in roles):
+                    seen[group]["active"].append(datacentre)
+        return seen
+
+    def sample_activity(self) -> None:
+        while not self.stopping.is_set():
+            began = time.monotonic()
+            try:
+                pairs = {}
+                for group, seen in self.activity(pairs).items():
+                    # Active nowhere that answers while a datacentre does not answer: unknown, not dark.
+                    active = seen["active"] if seen["active"] or not seen["unreachable"] else None
+                    self.writer.write("activity", group=group, mode="full_state", active=active,
+                                      unreachable=seen["unreachable"])
+                for datacentre, brokers in pairs.items():
+                    self.writer.write("brokers", datacentre=datacentre,
+                                      live=[node.name for node in brokers["live"]],
+                                      silent=[node.name for node in brokers["silent"]])
+            except Exception as exc:  # pylint: disable=broad-except  # recorded, the sampling goes on
+                self.log(f"activity: {exc!r}")
+            self.stopping.wait(max(0.0, ACTIVITY_INTERVAL_S - (time.monotonic() - began)))
+
+    def where_active(self) -> str | None:
+        """The one datacentre where every moving group is active, if there is one."""
+        seen = self.activity()
+        places = {tuple(seen[group]["active"]) for group in MOVING_GROUPS}
+        if len(places) == 1:
+            (place,) = places
+            if len(place) == 1:
+                return place[0]
+        return None
+
+    # -- faults ------------------------------------------------------------------------------------------------
+
+    def fault(self, step, started: float) -> None:
+        self._sleep_until(started + step.at)
+        if self.closing.is_set():
+            return
+        args = dict(step.args)
+        fault_id = self._id(step.name)
+        broker = args.get("broker")
+        with self.lock:
+            if broker and (broker in self.faulted or args["datacentre"] in self.down_datacentres
+                           or not self.estate.broker_pids(self._node(broker))):
+                self.log(f"fault {step.name} on {broker} skipped: the broker is down or under another fault")
+                return
+            if broker:
+                self.faulted.add(broker)
+                args["redeliveries"] = self.redeliveries
+        try:
+            self.writer.write("fault", name=step.name, phase="start", id=fault_id, args=args)
+            self.log(f"fault {fault_id} start {args}")
+            self._fault_start(step.name, args)
+            self._sleep_until(time.time() + step.duration, stop_at_closing=True)
+            self._fault_end(step.name, args)
+            self.writer.write("fault", name=step.name, phase="end", id=fault_id, args=args)
+            self.log(f"fault {fault_id} end")
+        except Exception as exc:  # pylint: disable=broad-except  # a fault the bed could not carry out is a finding
+            self.finding(f"fault {fault_id} {step.name} {args}: {exc!r}")
+            self.writer.write("fault", name=step.name, phase="end", id=fault_id, args=args, error=repr(exc))
+        finally:
+            with self.lock:
+                self.faulted.discard(broker)
+
+    def _fault_start(self, name, args) -> None:
+        if name == "partition":
+            self.testbed("partition", *args["between"])
+        elif name == "wan_degraded":
+            self.testbed("wan", "--delay-ms", str(args["delay_ms"]), "--jitter-ms", str(args["jitter_ms"]),
+                         "--loss-pct", str(args["loss_percent"]))
+        elif name == "kill":
+            self.testbed("kill", args["broker"])
+        elif name == "power_off":
+            self.testbed("stop-node", args["broker"])
+        elif name == "stop":
+            self._broker_signal(args["broker"], "STOP")
+
+    def _fault_end(self, name, args) -> None:
+        if name == "partition":
+            self.testbed("heal")
+            return
+        if name == "wan_degraded":
+            self.testbed("wan", "--delay-ms", "0")
+            return
+        if args["datacentre"] in self.down_datacentres:
+            self.log(f"{args['broker']} stays down: a failover took its datacentre down")
+        elif name == "kill":
+            self.start_broker(args["broker"])
+        elif name == "power_off":
+            self.testbed("start-node", args["broker"])
+            self.start_broker(args["broker"])
+        elif name == "stop":
+            self._broker_signal(args["broker"], "CONT")
+
+    # -- operations -------------------------------------------------------------------------------------------
+
+    def operations(self, steps, started: float, duration: float) -> None:
+        for step in steps:
+            self._sleep_until(started + step.at)
+            if self.closing.is_set():
+                return
+            try:
+                self.operation(step.name, dict(step.args))
+            except Exception as exc:  # pylint: disable=broad-except  # the runner's own failure is a finding
+                self.finding(f"operation {step.name}: the runner failed: {exc!r}")
+
+    def _target(self, skip: int) -> str:
+        return self.datacentres[(self.datacentres.index(self.active) + skip) % len(self.datacentres)]
+
+    def operation(self, name: str, args: dict, extra: dict | None = None) -> str:
+        """Carry out one operation and return its outcome; ``extra``: its playbook's variables when it resumes an
+        interrupted one."""
+        if name == "failback" and not self.failed_over:
+            self.log("failback skipped: nothing failed over")
+            return "skipped"
+        if name == "failover" and self.failed_over:
+            self.log("failover skipped: the last one has not been failed back")
+            return "skipped"
+        planned, playbook = self._playbook_for(name, args)
+        extra = extra or planned
+        op_id = self._id(name)
+        args = dict(args, **{key: value for key, value in extra.items() if not key.endswith("_confirm")})
+        if name in ("failover", "failback", "rolling_change", "upgrade"):
+            args["redeliveries"] = self.redeliveries
+        if name == "failover":
+            args["at_risk_before"] = self._backlog(self.active)
+            args["loss_window_s"] = FAILOVER_LOSS_WINDOW_S
+            source = self.active
+            for node in self.nodes_of(source):
+                with self.lock:
+                    self.faulted.add(node.name)
+                self.testbed("stop-node", node.name)
+            with self.lock:
+                self.down_datacentres.add(source)
+        if name == "failback":
+            self._bring_back(self.failed_over["source"])
+        before = self.where_active()
+        self.writer.write("operation", name=name, phase="start", id=op_id, args=args)
+        self.log(f"operation {op_id} start {playbook} {extra}")
+        interrupt = args.get("interrupt")
+        process = self.playbook(playbook, extra, name=op_id, interrupt=interrupt)
+        after = self.where_active()
+        outcome, message = self._outcome(name, process, interrupt, before, after, extra)
+        end = {"outcome": outcome, "message": message, "rc": process.returncode, "active_after": after}
+        if name == "failover":
+            end["at_risk"] = args["at_risk_before"]
+        self.writer.write("operation", name=name, phase="end", id=op_id, **end)
+        self.log(f"operation {op_id} end {outcome} (rc {process.returncode}, active at {after}) {message[:300]}")
+        self._follow(name, outcome, extra, after)
+        if outcome == "interrupted":
+            # A following operation must work: the same one, run again to its end (its source and target as the
+            # interrupted one had them, whatever that one left), as an operator would, while a fault refuses it.
+            for _attempt in range(RESUME_ATTEMPTS):
+                if self.operation(name, {"resumes": op_id}, extra=extra) == "done" or self.closing.is_set():
+                    break
+                time.sleep(RESUME_PAUSE_S)
+        return outcome
+
+    def _playbook_for(self, name, args) -> tuple[dict, str]:
+        common = {"replication_active_datacentre": self.active}
+        if name == "swapover":
+            target = args.get("target") or self._target(args.get("skip", 1))
+            return dict(common, swapover_source=self.active, swapover_target=target,
+                        swapover_groups=MOVING_GROUPS), "playbooks/swapover.yml"
+        if name == "failover":
+            return dict(common, failover_source=self.active, failover_target=self._target(args["skip"]),
+                        failover_groups=MOVING_GROUPS, failover_confirm=True, failover_force=True), \
+                "playbooks/failover.yml"
+        if name == "failback":
+            return dict(common, failback_site=self.failed_over["source"], failback_active=self.failed_over["target"],
+                        failback_groups=MOVING_GROUPS), "playbooks/failback.yml"
+        if name == "reconcile":
+            return common, "playbooks/reconcile.yml"
+        if name == "drill":
+            return dict(common, drill_target=self._target(1)), "playbooks/drill.yml"
+        if name == "rolling_change":
+            heap = self.RESTART_LEVEL_HEAPS[1 - self.RESTART_LEVEL_HEAPS.index(self.heap)]
+            return dict(common, broker_java_max_heap=heap, **self.version()), "site.yml"
+        if name == "upgrade":
+            return dict(common, broker_java_max_heap=self.heap), "site.yml"
+        raise ValueError(f"no operation {name}")
+
+    def version(self) -> dict:
+        return {} if self.upgraded else {"broker_version": self.PREVIOUS_RELEASE}
+
+    def _outcome(self, name, process, interrupt, before, after, extra) -> tuple[str, str]:
+        if interrupt:
+            return "interrupted", f"{interrupt['signal']} after {interrupt['after']} s"
+        if process.returncode == 0:
+            return "done", ""
+        message = _failure_message(process.output)
+        # A playbook that stopped with the estate as it was refused; otherwise it failed (the checker decides which
+        # groups moved from the activity samples; this is the runner's reading for its own bookkeeping).
+        return ("refused" if before == after else "failed"), message
+
+    def _follow(self, name, outcome, extra, after) -> None:
+        """The runner's view of the estate after an operation, as the operator's inventory would follow it."""
+        if after:
+            self.active = after
+        if name == "failover":
+            source = extra["failover_source"]
+            if outcome == "done":
+                self.failed_over = {"source": source, "target": extra["failover_target"]}
+            else:
+                self._bring_back(source)
+        elif name == "failback" and outcome == "done":
+            self.failed_over = None
+        elif name == "rolling_change" and outcome in ("done", "interrupted"):
+            self.heap = extra["broker_java_max_heap"]
+        elif name == "upgrade" and outcome in ("done", "interrupted"):
+            self.upgraded = True
+
+    def _bring_back(self, datacentre: str) -> None:
+        """Power a datacentre a failover took down on again and start its brokers (as their init would)."""
+        for node in self.nodes_of(datacentre):
+            self.testbed("start-node", node.name)
+            self.start_broker(node.name)
+            with self.lock:
+                self.faulted.discard(node.name)
+        with self.lock:
+            self.down_datacentres.discard(datacentre)
+        deadline = time.time() + 180
+        while self.live_broker(datacentre) is None and time.time() < deadline:
+            time.sleep(2)
+
+    def _backlog(self, datacentre: str) -> int:
+        """What the live broker of ``datacentre`` has not yet sent across (mirror backlogs, bridge queues)."""
+        live = self.live_broker(datacentre)
+        if live is None:
+            return 0
+        report = broker_report(live.management(timeout=5))
+        return sum(int(link.get("backlog") or 0) for link in report.get("links", []))
+
+    def playbook(self, playbook: str, extra: dict, name: str, interrupt: dict | None = None):
+        """Run a playbook as the operator's controller does; its output goes to <name>.out."""
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_FORCE_COLOR="0")
+        out_path = os.path.join(self.directory, f"{name}.out")
+        with open(out_path, "w") as out:
+            process = subprocess.Popen(["ansible-playbook", "-i", self.inventory, playbook, "-e", json.dumps(extra)],
+                                       cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                process.wait(timeout=interrupt["after"] if interrupt else 1800)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, getattr(signal, interrupt["signal"]) if interrupt else signal.SIGKILL)
+                process.wait(timeout=120)
+        with open(out_path) as handle:
+            process.output = handle.read()
+        return process
+
+    # -- the end ----------------------------------------------------------------------------------------------
+
+    def restore(self) -> None:
+        """Heal the WAN, power every node on and start its broker, fail back what is failed over, and put the
+        moving groups at one datacentre again: what an operator does after an incident."""
+        self.testbed("heal", check=False)
+        self.testbed("wan", "--delay-ms", "0", check=False)
+        for node in self.estate.nodes:
+            self._broker_signal(node.name, "CONT")
+            self.testbed("start-node", node.name, check=False)
+            self.start_broker(node.name)
+        with self.lock:
+            self.down_datacentres.clear()
+        time.sleep(10)
+        if self.failed_over:
+            self.operation("failback", {})
+        if self.where_active() is None:
+            seen = self.activity()
+            self.finding(f"after the run the moving groups are not active at one datacentre: {seen}")
+            elsewhere = sorted({dc for group in MOVING_GROUPS for dc in seen[group]["active"]} - {self.active})
+            source = (elsewhere or [dc for dc in self.datacentres if dc != self.active])[0]
+            self.operation("swapover", {"repairs": True}, extra={
+                "replication_active_datacentre": self.active, "swapover_source": source,
+                "swapover_target": self.active, "swapover_groups": MOVING_GROUPS})
+
+    def replication_reports(self) -> list[dict]:
+        reports = []
+        for node in self.estate.nodes:
+            try:
+                report = broker_report(node.management(timeout=5))
+                reports.append({"broker": node.name, "links": report.get("links", [])})
+            except (BrokerUnreachable, ManagementError, OSError) as exc:
+                reports.append({"broker": node.name, "error": str(exc)})
+        return reports
+
+    def finding(self, text: str) -> None:
+        self.log(f"FINDING {text}")
+        with self.lock:
+            self.findings.append(text)
+
+    def _sleep_until(self, when: float, stop_at_closing: bool = False) -> None:
+        while time.time() < when:
+            if stop_at_closing and self.closing.is_set():
+                return
+            time.sleep(min(1.0, max(0.0, when - time.time())))
