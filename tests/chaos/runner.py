@@ -21,6 +21,7 @@ import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
 from chaos import checker, history, schedule
+from chaos.regressions import REGRESSIONS
 from chaos.world import World
 from support.estate import REPO_ROOT, Estate, layout_inventory
 
@@ -134,22 +135,33 @@ class Load:
         return sum(len(entry["consumers"]) for entry in self.workers)
 
 
-def build_bed(estate_name: str, directory: str) -> tuple[Estate, str]:
-    """A fresh test bed of the estate's shape. Pairs lock in ZooKeeper (on the test bed's router, a third site):
-    without a lock manager a lone pair whose primary returns before its backup noticed it gone ends with both
-    live (docs/chaos.md)."""
+def build_bed(estate_name: str, directory: str, lock_manager: bool = True,
+              inventory_vars: dict | None = None) -> tuple[Estate, str]:
+    """A fresh test bed of the estate's shape. Pairs lock in ZooKeeper (on the test bed's router, a third site)
+    unless ``lock_manager`` is false: without one a lone pair whose primary returns before its backup noticed it
+    gone ends with both live (docs/chaos.md). ``inventory_vars`` go to every datacentre's group_vars."""
     shape = schedule.ESTATES[estate_name]
     pairs = shape["brokers_per_datacentre"] > 1
     Estate.testbed("down")
     Estate.testbed("up", "--dcs", str(len(shape["datacentres"])), "--nodes-per-dc",
-                   str(shape["brokers_per_datacentre"]), *(["--zookeeper"] if pairs else []))
+                   str(shape["brokers_per_datacentre"]), *(["--zookeeper"] if pairs and lock_manager else []))
     inventory = layout_inventory(directory, {dc: "shared_nothing" if pairs else "standalone"
-                                             for dc in shape["datacentres"]})
+                                             for dc in shape["datacentres"]}, extra=inventory_vars)
     return Estate.from_testbed(inventory), inventory
 
 
+def run_regression(name: str, directory: str, before: bool = False) -> dict:
+    """A regression schedule (regressions.py) on the estate as it is, or as it was before its fix."""
+    regression = REGRESSIONS[name]
+    bed = regression.get("before", {}) if before else {}
+    return run(0, regression["estate"], regression["duration"], directory, steps=regression["steps"],
+               name=f"regression-{name}" + ("-before-fix" if before else ""),
+               lock_manager=bed.get("lock_manager", True), inventory_vars=bed.get("inventory"))
+
+
 def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: bool = False,
-        steps: list[schedule.Step] | None = None, name: str | None = None) -> dict:
+        steps: list[schedule.Step] | None = None, name: str | None = None, lock_manager: bool = True,
+        inventory_vars: dict | None = None) -> dict:
     """Carry out the schedule of ``seed`` (or the fixed ``steps`` of a regression schedule called ``name``) and
     judge the history; the summary is also written to the run's directory and to RESULTS."""
     steps = steps if steps is not None else schedule.plan(seed, estate_name, duration)
@@ -160,7 +172,7 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         os.remove(history_path)
     upgrade = any(step.name == "upgrade" for step in steps)
     with history.Writer(history_path) as writer, open(os.path.join(directory, "runner.log"), "a") as log:
-        estate, inventory = build_bed(estate_name, directory)
+        estate, inventory = build_bed(estate_name, directory, lock_manager, inventory_vars)
         world = World(estate, inventory, writer, log, directory, upgraded=not upgrade, redeliveries=0)
         built = world.playbook("site.yml", dict(world.version(), broker_java_max_heap=world.heap), name="build")
         if built.returncode != 0:
@@ -224,15 +236,21 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--regression", choices=sorted(REGRESSIONS), help="a fixed schedule instead of a seed's")
+    parser.add_argument("--before", action="store_true", help="with --regression: the estate before its fix")
     parser.add_argument("--estate", choices=sorted(schedule.ESTATES), default="2x2")
     parser.add_argument("--duration", type=float, default=1200)
     parser.add_argument("--directory", help="default tests/output/chaos/<estate>-seed<seed>")
     parser.add_argument("--keep-bed", action="store_true")
     arguments = parser.parse_args(argv)
-    directory = arguments.directory or os.path.join(REPO_ROOT, "tests", "output", "chaos",
-                                                    f"{arguments.estate}-seed{arguments.seed}")
-    summary = run(arguments.seed, arguments.estate, arguments.duration, directory, arguments.keep_bed)
+    label = (f"regression-{arguments.regression}" + ("-before-fix" if arguments.before else "")
+             if arguments.regression else f"{arguments.estate}-seed{arguments.seed}")
+    directory = arguments.directory or os.path.join(REPO_ROOT, "tests", "output", "chaos", label)
+    if arguments.regression:
+        summary = run_regression(arguments.regression, directory, arguments.before)
+    else:
+        summary = run(arguments.seed, arguments.estate, arguments.duration, directory, arguments.keep_bed)
     checker.print_verdicts(summary["verdicts"])
     if summary["workers_crashed"]:
         print(f"load workers crashed: {summary['workers_crashed']}")

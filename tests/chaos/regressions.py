@@ -1,0 +1,23 @@
+"""The regression schedules: fixed schedules that broke a promise before their fix (docs/chaos.md, "What the runs
+found"). tests/drills/test_chaos.py runs each on the estate as it is now (make drills); `python -m chaos.runner
+--regression NAME --before` runs one on the estate as it was before its fix, to see it break."""
+
+from chaos.schedule import Step
+
+# name: estate, duration (s), steps, and the estate before the fix (``before``: a bed without a lock manager,
+# inventory variables) where that is where the fix lies.
+REGRESSIONS = {
+    # Both of the failback's waits compared the queues' counts between the datacentres while the active one's
+    # clients went on acting: a race under load (the first chaos run's failback still waited after 8 minutes).
+    "failback-under-load": {"estate": "2x2", "duration": 420, "steps": [
+        Step(30.0, "operation", "failover", 60, {"skip": 1, "abrupt": True}),
+        Step(150.0, "operation", "failback", 60, {}),
+    ]},
+    # The primary of a pair powered off and back before its backup noticed (Artemis's 60 s connection TTL): without
+    # a lock manager the returning primary started live and the backup took over after it, two live brokers in one
+    # pair; the pair without a live broker for as long.
+    "primary-power-cycle": {"estate": "2x2", "duration": 300, "steps": [
+        Step(30.0, "fault", "power_off", 20, {"broker": "dc2-node1", "datacentre": "dc2"}),
+        Step(150.0, "fault", "power_off", 20, {"broker": "dc1-node1", "datacentre": "dc1"}),
+    ], "before": {"lock_manager": False, "inventory": {"replication_ha_failure_detection_ms": 60000}}},
+}
