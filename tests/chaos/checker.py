@@ -15,6 +15,8 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
     single_active           a group of one active datacentre (any mode but active_active) is never active at two
     active_somewhere        ... nor active nowhere for longer than DARK_TOLERANCE_SECONDS outside an operation
     single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
+    pair_takes_over         a datacentre of a pair with a broker still answering is never without a live broker
+                            for longer than TAKEOVER_BOUND_SECONDS outside an operation
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were; one the run interrupted is resumed by the next, which ends done
     measurement_agrees      what the product published as lost is what the history lost
@@ -31,6 +33,8 @@ from chaos import history
 
 REDELIVERY_GRACE_SECONDS = 120.0
 DARK_TOLERANCE_SECONDS = 10.0
+# A pair's failure detection (replication_ha_failure_detection_ms, 10 s) and its lock's takeover, with room.
+TAKEOVER_BOUND_SECONDS = 30.0
 EXCERPT_SECONDS = 60.0
 MAX_ITEMS = 20
 
@@ -190,6 +194,30 @@ def single_live_broker(run: Run) -> dict:
     return _verdict(run, "single_live_broker", broken, {"samples": len(samples)})
 
 
+def pair_takes_over(run: Run) -> dict:
+    operations = [_span_times(span, run.last) for span in run.operations.values()]
+    stretches, broken, longest = defaultdict(list), [], 0.0
+    for sample in run.events:
+        if sample["kind"] == "brokers" and len(sample.get("brokers") or []) > 1:
+            stretches[sample["datacentre"]].append(sample)
+    for datacentre, samples in stretches.items():
+        started = None
+        for sample in samples + [None]:
+            # No live broker while one of the pair answers: its backup has not taken over (yet).
+            waiting = sample is not None and not sample["live"] and len(sample["silent"]) < len(sample["brokers"])
+            if waiting and started is None:
+                started = sample["t"]
+            elif not waiting and started is not None:
+                ended = sample["t"] if sample else run.last
+                longest = max(longest, ended - started)
+                covered = any(start <= started and ended <= end for start, end in operations)
+                if not covered and ended - started > TAKEOVER_BOUND_SECONDS:
+                    broken.append({"t": started, "datacentre": datacentre,
+                                   "why": f"no live broker for {ended - started:.1f} s while one of the pair answered"})
+                started = None
+    return _verdict(run, "pair_takes_over", broken, {"longest_s": round(longest, 1)})
+
+
 def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
     """Per group, where it was active in the last sample before ``t`` (or the first after it)."""
     found = {}
@@ -242,8 +270,8 @@ def measurement_agrees(run: Run) -> dict:
     return _verdict(run, "measurement_agrees", broken, {"measurements_checked": checked})
 
 
-INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_live_broker, operations_end_cleanly,
-              measurement_agrees)
+INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_live_broker, pair_takes_over,
+              operations_end_cleanly, measurement_agrees)
 
 
 def check(events: list[dict]) -> list[dict]:

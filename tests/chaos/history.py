@@ -11,8 +11,8 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
                  the run stopped its playbook part-way) and message; one that resumes an interrupted one says
                  args.resumes
     activity     group, mode, active                                     where the estate says the group is active
-    brokers      datacentre, live, silent                                its brokers that answer as live, and those
-                                                                         that do not answer
+    brokers      datacentre, live, silent, brokers                       its brokers that answer as live, those that
+                                                                         do not answer, and all of them
     measurement  name, scope, value                                      what the product published (lost, ...)
 
 What the design allows is carried by the events that allow it, never by the checker's mood: an abrupt failover

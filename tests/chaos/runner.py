@@ -165,7 +165,7 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
     """Carry out the schedule of ``seed`` (or the fixed ``steps`` of a regression schedule called ``name``) and
     judge the history; the summary is also written to the run's directory and to RESULTS."""
     steps = steps if steps is not None else schedule.plan(seed, estate_name, duration)
-    name = name or f"{estate_name}-seed{seed}"
+    name = name or f"{estate_name}-seed{seed}" + ("" if float(duration) == 1200 else f"-{float(duration):g}s")
     os.makedirs(directory, exist_ok=True)
     history_path = os.path.join(directory, "history.jsonl")
     if os.path.exists(history_path):

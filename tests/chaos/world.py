@@ -194,7 +194,8 @@ class World:
                 for datacentre, brokers in pairs.items():
                     self.writer.write("brokers", datacentre=datacentre,
                                       live=[node.name for node in brokers["live"]],
-                                      silent=[node.name for node in brokers["silent"]])
+                                      silent=[node.name for node in brokers["silent"]],
+                                      brokers=[node.name for node in self.nodes_of(datacentre)])
             except Exception as exc:  # pylint: disable=broad-except  # recorded, the sampling goes on
                 self.log(f"activity: {exc!r}")
             self.stopping.wait(max(0.0, ACTIVITY_INTERVAL_S - (time.monotonic() - began)))
@@ -406,9 +407,15 @@ class World:
             time.sleep(2)
 
     def _bridge_copies(self, datacentre: str) -> int:
-        """How many copies of the full_state bridge groups' messages the live broker of ``datacentre`` holds."""
+        """How many copies of the full_state bridge groups' messages the live broker of ``datacentre`` holds (it
+        may be coming back from a fault: up to a minute for it to answer)."""
+        deadline = time.time() + 60
         live = self.live_broker(datacentre)
+        while live is None and time.time() < deadline:
+            time.sleep(2)
+            live = self.live_broker(datacentre)
         if live is None:
+            self.finding(f"the copies {datacentre} holds could not be counted: no live broker answered")
             return 0
         return sum(int(queue["messageCount"]) for queue in live.management(timeout=5).queues()
                    if queue["address"].startswith(BRIDGE_FULL_STATE_PREFIXES))

@@ -127,6 +127,22 @@ def test_two_live_brokers_of_one_datacentre_are_caught():
     assert _verdicts(events[:-1])["single_live_broker"]["holds"]
 
 
+def test_a_pair_that_leaves_its_datacentre_without_a_live_broker_too_long_is_caught():
+    pair = {"kind": "brokers", "datacentre": "dc2", "brokers": ["dc2-node1", "dc2-node2"]}
+    events = _clean() + [dict(pair, t=200, live=["dc2-node1"], silent=[]),
+                         dict(pair, t=201, live=[], silent=["dc2-node1"]),
+                         dict(pair, t=240, live=["dc2-node2"], silent=["dc2-node1"])]
+    verdict = _verdicts(events)["pair_takes_over"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == (
+        "no live broker for 39.0 s while one of the pair answered")
+    events[-1]["t"] = 225
+    assert _verdicts(events)["pair_takes_over"]["holds"]
+    # The whole datacentre down (a failover's power-off) is not the pair's to answer for.
+    events[-2]["silent"] = ["dc2-node1", "dc2-node2"]
+    events[-1]["t"] = 260
+    assert _verdicts(events)["pair_takes_over"]["holds"]
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
