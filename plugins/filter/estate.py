@@ -35,6 +35,9 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
             'peer_roles': dict((datacentre, artemis_estate.peer_roles(address_groups, datacentre))
                                for datacentre in datacentres),
             'replication_role': artemis_estate.REPLICATION_ROLE,
+            'fence_staging': artemis_estate.fence_staging(address_groups),
+            'activation_address': artemis_estate.ACTIVATION_ADDRESS,
+            'activation_group_property': artemis_estate.ACTIVATION_GROUP_PROPERTY,
         }
     except artemis_estate.EstateError as exc:
         raise AnsibleFilterError('estate: %s' % exc)

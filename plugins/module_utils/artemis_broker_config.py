@@ -18,7 +18,7 @@ from xml.sax.saxutils import unescape
 # What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
 CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}
 QUEUE_DEFAULTS = {'address': None, 'routing_type': 'anycast', 'filter': None, 'durable': None, 'max_consumers': None,
-                  'exclusive': None, 'purge_on_no_consumers': None}
+                  'exclusive': None, 'purge_on_no_consumers': None, 'last_value_key': None}
 DIVERT_DEFAULTS = {'filter': None, 'exclusive': False, 'routing_type': 'strip', 'routing_name': None,
                    'transformer': None}
 # A bridge over a WAN backs off to 30 s between attempts and never gives up; duplicate detection with a confirmation

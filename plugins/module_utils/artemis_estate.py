@@ -62,6 +62,15 @@ BRIDGE_PEER_PERMISSIONS = ('send', 'createAddress', 'createDurableQueue')
 # one of the group's messages to the group's notice address, from where diverts put it into the outbound queues behind
 # the copies it concerns; at a remote datacentre the plugin removes the copy the notice names.
 ACK_NOTICE_PREFIX = ESTATE_ADDRESS_PREFIX + 'acks.'
+# Which datacentre the operations last activated for each owned group: when artemis_site activates a datacentre it
+# sends every broker that answers a record per group (a last-value queue keeps the newest per group). A broker that
+# starts asks the other datacentres' brokers for theirs before its acceptors open (the broker plugin's activation
+# check) and fences a group whose newest record names another datacentre: a datacentre lost in a failover comes back
+# fenced. The other datacentres' brokers may only browse it.
+ACTIVATION_ADDRESS = ESTATE_ADDRESS_PREFIX + 'activation'
+ACTIVATION_GROUP_PROPERTY = 'continuity_group'
+ACTIVATION_DATACENTRE_PROPERTY = 'continuity_active_datacentre'
+ACTIVATION_AT_PROPERTY = 'continuity_activated_at'
 
 
 class EstateError(ValueError):
@@ -174,6 +183,14 @@ def prefix_entries(groups, staged_groups):
             for group in normalise_groups(groups, None) for prefix in group['addresses'] or ['']]
 
 
+def fence_staging(groups):
+    """Per owned group, the prefix entries that fence it alone (artemis_security.site_settings for a passive
+    datacentre): what the broker plugin's activation check applies when a group's newest activation record names
+    another datacentre."""
+    return dict((group['name'], prefix_entries(groups, [group['name']]))
+                for group in normalise_groups(groups, None) if _is_owned(group))
+
+
 def staging(groups, datacentre, active_datacentre):
     """The staging entries of one datacentre: its replicated copies wait undeliverable under the prefixes of every
     full_state group it does not own."""
@@ -199,6 +216,7 @@ def peer_roles(groups, datacentre):
                               'permissions': ['send']})
             roles += [{'name': REPLICATION_ROLE, 'match': prefix + '#', 'permissions': list(BRIDGE_PEER_PERMISSIONS)}
                       for prefix in group['addresses']]
+    roles.append({'name': REPLICATION_ROLE, 'match': ACTIVATION_ADDRESS, 'permissions': ['browse']})
     return roles
 
 
@@ -208,7 +226,9 @@ def _address_filter(group, groups):
     datacentre's bridge of the same name would forward them again)."""
     if group['addresses']:
         return ','.join(group['addresses'])
-    excluded = [prefix for other in groups for prefix in other['addresses']]
+    # Each broker keeps the activation records artemis_site sends it: mirrored, a record would reach a datacentre
+    # that the operation could not reach (the very one it must tell apart).
+    excluded = [prefix for other in groups for prefix in other['addresses']] + [ACTIVATION_ADDRESS]
     if any(other['engine'] == BRIDGE for other in groups):
         excluded += [OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, EXPORT_QUEUE_PREFIX]
     if any(is_active_everywhere(other) for other in groups):

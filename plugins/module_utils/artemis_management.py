@@ -82,6 +82,10 @@ def quote(value):
     return '"%s"' % ''.join(_QUOTED.get(character, character) for character in value)
 
 
+# Artemis's Message.TEXT_TYPE.
+TEXT_MESSAGE = 3
+
+
 def broker_mbean(broker):
     return 'org.apache.activemq.artemis:broker=%s' % quote(broker)
 
@@ -315,6 +319,12 @@ class ArtemisManagement(object):
         signature = 'addSecuritySettings(%s)' % ','.join(['java.lang.String'] * (len(order) + 1))
         return self.execute(broker_mbean(self.name), signature, match,
                             *[','.join(permissions.get(permission, [])) for permission in order])
+
+    def send_message(self, address, properties, body=''):
+        """Send a durable text message with the string ``properties`` to ``address``, as the management user."""
+        mbean = '%s,component=addresses,address=%s' % (broker_mbean(self.name), quote(address))
+        return self.execute(mbean, 'sendMessage(java.util.Map,int,java.lang.String,boolean,java.lang.String,'
+                                   'java.lang.String)', properties, TEXT_MESSAGE, body, True, self.user, self._password)
 
     def address_settings(self, address):
         """The address settings Artemis applies to ``address`` (every match merged), JSON names."""

@@ -84,6 +84,29 @@ def security_settings(roles, admin_role, all_permissions, staging=(), peer_roles
     return settings
 
 
+def group_settings(roles, admin_role, staging, peer_roles, groups):
+    """``{match: {permission: [role, ...]}}`` of the client matches that belong to ``groups`` (names) under
+    ``staging``: what a datacentre applies there, its own broker.xml's settings if staging stages nothing, fenced if
+    it stages ``groups``. The other datacentres' brokers keep their grants. Matches only peers hold, and the internal
+    ones, are left out: they never change with the state."""
+    client_matches = set(setting["match"] for setting in security_settings(roles, admin_role, PERMISSIONS, staging))
+    settings = security_settings(roles, admin_role, PERMISSIONS, staging, peer_roles)
+    return dict((setting["match"], setting["permissions"]) for setting in settings
+                if setting["match"] in client_matches and setting["match"] not in INTERNAL_MATCHES
+                and (staging_entry(setting["match"], staging) or {}).get("group") in groups)
+
+
+def fence_settings(fence_staging, roles, admin_role, peer_roles):
+    """Per group of ``fence_staging`` (artemis_estate.fence_staging), its fenced settings as the broker plugin's
+    activation check applies them: ``{group: {match: [roles, comma-separated, per PERMISSIONS]}}``."""
+    fences = {}
+    for group, staging in sorted(fence_staging.items()):
+        settings = group_settings(roles, admin_role, staging, peer_roles, [group])
+        fences[group] = dict((match, [",".join(permissions[permission]) for permission in PERMISSIONS])
+                             for match, permissions in sorted(settings.items()))
+    return fences
+
+
 def role_errors(roles, users=(), management_roles=(), peer_roles=()):
     """Why the client roles ``roles`` (broker_roles) could reach replication, one sentence per finding, each naming
     the role; [] when they cannot. ``users``: the password users (broker_users), ``management_roles``: the roles with

@@ -23,6 +23,9 @@ description:
   - "With O(address_settings), a passive datacentre also keeps what the mirrors deliver and cannot route (a queue
     whose creation is still on its way) on C(continuity.kept), and an active one stops keeping: the same
     address settings as the broker role writes to C(broker.xml) for the datacentre's staging."
+  - "C(state=active) also sends each live broker that answers, in every datacentre, a record of the activation per
+    group; a broker that starts compares the other datacentres' records with its own (the broker plugin's
+    activation check) and fences a group whose newest record names another datacentre."
   - "Fenced: refuses to activate while another reachable datacentre is active for one of the groups, unless
     O(force=true). Every broker of the datacentre must be reachable; nothing changes otherwise."
 extends_documentation_fragment:
@@ -171,6 +174,14 @@ active_elsewhere:
   returned: always
   type: list
   elements: str
+recorded_at:
+  description:
+    - "C(state=active): the live brokers, of every datacentre that answered, that now keep this activation's record
+      per group (on C(continuity.activation)). A broker that starts reads the other datacentres' records and fences
+      a group whose newest record names another datacentre, so a datacentre lost in a failover comes back fenced."
+  returned: always
+  type: list
+  elements: str
 '''
 
 import time
@@ -181,27 +192,22 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     as_json, check_address, differs, group_address_settings)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    ENGINES, FULL_STATE, MIRROR, MODES, REPLICATION_ROLE, full_state_groups, peer_roles, prefix_entries)
+    ACTIVATION_ADDRESS, ACTIVATION_AT_PROPERTY, ACTIVATION_DATACENTRE_PROPERTY, ACTIVATION_GROUP_PROPERTY, ENGINES,
+    FULL_STATE, MIRROR, MODES, REPLICATION_ROLE, full_state_groups, peer_roles, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, BrokerUnreachable, ManagementError, management_argument_spec, require_at_least)
+    ArtemisManagement, BrokerUnreachable, MBeanNotFound, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
-    INTERNAL_MATCHES, PERMISSIONS, STAGED_PERMISSIONS, security_settings, staging_entry)
+    PERMISSIONS, STAGED_PERMISSIONS, group_settings, staging_entry)
 
 
 def desired_settings(params, selected):
     """{match: {permission: [roles]}} for the client matches of the selected groups, in the requested state: what
     broker.xml says in that state, the other datacentres' brokers keeping their grants there (the bridge engine's
-    peers deliver to a group's own addresses). Matches only peers hold, and the internal ones, never change with the
-    state."""
+    peers deliver to a group's own addresses)."""
     staging = prefix_entries(params['address_groups'], selected if params['state'] == 'passive' else [])
-    client_matches = set(setting['match'] for setting in
-                         security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging))
-    settings = security_settings(params['roles'], params['admin_role'], PERMISSIONS, staging,
-                                 peer_roles(params['address_groups'], params['datacentre']))
-    return dict((setting['match'], setting['permissions']) for setting in settings
-                if setting['match'] in client_matches and setting['match'] not in INTERNAL_MATCHES
-                and (staging_entry(setting['match'], staging) or {}).get('group') in selected)
+    return group_settings(params['roles'], params['admin_role'], staging,
+                          peer_roles(params['address_groups'], params['datacentre']), selected)
 
 
 def group_queues(client, params, selected):
@@ -403,6 +409,30 @@ def checked_inputs(module):
         module.fail_json(msg='address_settings: %s' % exc)
 
 
+def record_activation(params, selected, client_for=ArtemisManagement.from_params, now=time.time):
+    """Send every live broker that answers, in every datacentre, an activation record per selected group: this
+    datacentre, now. Returns (the brokers recorded at, {broker: why not} for those that answer but could not keep
+    it). A broker that does not answer is left out: it is the one whose activation check reads the others'."""
+    properties = {ACTIVATION_DATACENTRE_PROPERTY: params['datacentre'],
+                  ACTIVATION_AT_PROPERTY: str(int(now() * 1000))}
+    recorded, missed = [], {}
+    for broker in params['brokers']:
+        client = client_for(broker, params)
+        try:
+            if not client.status()['live']:
+                continue
+            for group in selected:
+                client.send_message(ACTIVATION_ADDRESS, dict(properties, **{ACTIVATION_GROUP_PROPERTY: group}))
+            recorded.append(broker['name'])
+        except BrokerUnreachable:
+            continue
+        except MBeanNotFound:
+            missed[broker['name']] = 'no address %s (site.yml has not run there with this version)' % ACTIVATION_ADDRESS
+        except ManagementError as exc:
+            missed[broker['name']] = str(exc)
+    return recorded, missed
+
+
 def run_module(module, client_for=ArtemisManagement.from_params):
     params = module.params
     selected, desired, desired_address_settings = checked_inputs(module)
@@ -423,6 +453,12 @@ def run_module(module, client_for=ArtemisManagement.from_params):
     except ManagementError as exc:
         module.fail_json(msg='%s (the datacentre may now be partly %s: run again)' % (exc, params['state']),
                          changed_settings=outcome['changed_settings'])
+    outcome['recorded_at'], unrecorded = [], {}
+    if params['state'] == 'active' and not module.check_mode:
+        outcome['recorded_at'], unrecorded = record_activation(params, selected, client_for)
+        for broker, reason in sorted(unrecorded.items()):
+            module.warn('%s keeps no record of this activation, so a datacentre that returns after a failover may '
+                        'not learn of it from there: %s' % (broker, reason))
     module.exit_json(changed=bool(outcome['changed_settings'] or outcome['changed_address_settings']
                                   or outcome['closed_connections']),
                      previous_state=previous, active_elsewhere=active_elsewhere, **outcome)

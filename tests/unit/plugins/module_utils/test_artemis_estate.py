@@ -52,7 +52,8 @@ def test_two_datacentres_mirror_every_group_both_ways():
         ("dc1", "dc2_inflow", "dc2"), ("dc1", "dc2_all", "dc2"), ("dc1", "dc2_east", "dc2"),
         ("dc2", "dc1_inflow", "dc1"), ("dc2", "dc1_all", "dc1"), ("dc2", "dc1_east", "dc1")]
     by_name = {(c["source"], c["name"]): c for c in connections}
-    assert by_name[("dc1", "dc2_all")]["address_filter"] == "!inflow.,!east."
+    # Each broker keeps its own activation records: mirrored, one would reach the datacentre it must tell apart.
+    assert by_name[("dc1", "dc2_all")]["address_filter"] == "!inflow.,!east.,!continuity.activation"
     assert by_name[("dc1", "dc2_inflow")]["message_acknowledgements"] is False
     assert by_name[("dc1", "dc2_east")]["address_filter"] == "east."
 
@@ -126,8 +127,8 @@ def test_a_bridged_group_has_no_mirror_and_the_catch_all_mirror_leaves_it_out():
     assert "relay" not in set(connection["group"] for connection in connections)
     catch_all = [connection for connection in connections if connection["group"] == "all"][0]
     # The bridge engine's outbound and inbound addresses are each datacentre's own.
-    assert catch_all["address_filter"] == ("!inflow.,!east.,!relay.,!feed.,!continuity.out.,!continuity.in.,"
-                                           "!continuity.export.")
+    assert catch_all["address_filter"] == ("!inflow.,!east.,!relay.,!feed.,!continuity.activation,!continuity.out.,"
+                                           "!continuity.in.,!continuity.export.")
     targets = artemis_estate.link_targets(BRIDGED_GROUPS, ["dc1", "dc2"], "dc1")
     assert targets[("dc2", "continuity.out.relay.dc1")] == "dc1"
 
@@ -152,7 +153,16 @@ def test_peers_may_send_to_their_mirror_address_and_a_bridged_group_s_inbound_an
         ("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_relay", ["send"]),
         ("continuity.in.relay", ["send"]),
         ("relay.#", ["send", "createAddress", "createDurableQueue"]),
-        ("audit.#", ["send", "createAddress", "createDurableQueue"])]
+        ("audit.#", ["send", "createAddress", "createDurableQueue"]),
+        # A starting broker's activation check reads the records kept there, and nothing else.
+        ("continuity.activation", ["browse"])]
+
+
+def test_each_owned_group_is_fenced_alone_by_the_activation_check():
+    fences = artemis_estate.fence_staging(TESTBED_GROUPS)
+    assert sorted(fences) == ["all", "east"]  # inflow is messages_only: active everywhere
+    assert [(entry["prefix"], entry["staged"]) for entry in fences["east"]] == [
+        ("inflow.", False), ("", False), ("east.", True)]
 
 
 @pytest.mark.parametrize("group, message", [

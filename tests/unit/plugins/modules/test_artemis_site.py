@@ -6,7 +6,8 @@ import json
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import BrokerUnreachable
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import PERMISSIONS
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import fence_staging, peer_roles
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import PERMISSIONS, fence_settings
 from ansible_collections.continuity.artemis.plugins.modules.artemis_site import (
     clients_may_act, desired_settings, is_exempt, run_module)
 
@@ -79,6 +80,7 @@ class StubBroker:
         self.live, self.reachable = live, reachable
         self.calls = []
         self.runtime_address_settings = {}  # match -> JSON settings, as addAddressSettings took them
+        self.sent = []  # (address, properties) of the messages the module sent
 
     def status(self):
         if not self.reachable:
@@ -113,6 +115,9 @@ class StubBroker:
     def set_address_settings(self, match, settings_json):
         self.calls.append(("set_address_settings", match))
         self.runtime_address_settings[match] = json.loads(settings_json)
+
+    def send_message(self, address, properties, body=""):
+        self.sent.append((address, properties))
 
     def close_connection(self, connection_id):
         self.calls.append(("close", connection_id))
@@ -232,6 +237,42 @@ def test_force_activates_despite_another_active_datacentre_and_touches_only_its_
     assert exited and result["changed_settings"] == {"dc2-node1": ["#"]}
     assert result["active_elsewhere"] == ["dc1 (broker dc1-node1: #)"]
     assert dc1.calls == [] and dc2.calls == [("set_roles", "#")]
+
+
+def test_an_activation_leaves_its_record_at_every_live_broker_that_answers():
+    """A datacentre lost in a failover reads the others' records when it returns (the broker plugin's activation
+    check): the record must be where the operation could reach, and its time orders it."""
+    gone, backup = StubBroker(_settings("active"), reachable=False), StubBroker(_settings("passive"), live=False)
+    dc2, dc3 = StubBroker(_settings("passive")), StubBroker(_settings("passive"))
+    brokers = {"dc1-node1": ("dc1", gone), "dc2-node1": ("dc2", dc2), "dc2-node2": ("dc2", backup),
+               "dc3-node1": ("dc3", dc3)}
+    exited, result = _site("active", brokers)
+    assert exited and result["recorded_at"] == ["dc2-node1", "dc3-node1"]
+    [(address, record)] = dc2.sent
+    assert address == "continuity.activation" and dc3.sent == dc2.sent and backup.sent == []
+    assert record["continuity_group"] == "all" and record["continuity_active_datacentre"] == "dc2"
+    assert int(record["continuity_activated_at"]) > 1.7e12  # ms since the epoch
+
+
+def test_a_fence_and_a_check_leave_no_record():
+    dc2 = StubBroker(_settings("active"))
+    exited, result = _site("passive", {"dc2-node1": ("dc2", dc2)})
+    assert exited and dc2.sent == [] and result["recorded_at"] == []
+    dc2 = StubBroker(_settings("passive"))
+    exited, result = _site("active", {"dc2-node1": ("dc2", dc2)}, check_mode=True)
+    assert exited and dc2.sent == [] and result["recorded_at"] == []
+
+
+def test_the_activation_checks_fence_is_the_fence_this_module_applies():
+    """The broker plugin applies fence_settings when it finds a group activated elsewhere; a failback's fence then
+    finds nothing to change."""
+    fences = fence_settings(fence_staging(GROUPS), [APP], "amq", peer_roles(GROUPS, "dc2"))
+    assert sorted(fences) == ["all", "east"]
+    for group in fences:
+        passive = desired_settings(dict(_params("passive")), [group])
+        assert fences[group] == dict((match, [",".join(permissions[permission]) for permission in PERMISSIONS])
+                                     for match, permissions in passive.items())
+    assert fences["all"]["#"][:2] == ["amq", "amq"]  # send and consume withheld from the clients
 
 
 def test_a_silent_datacentre_elsewhere_is_skipped_but_its_own_must_answer():

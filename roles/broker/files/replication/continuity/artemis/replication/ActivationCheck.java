@@ -1,0 +1,321 @@
+/*
+ * The activation check: a datacentre lost in a failover comes back fenced, not believing it is still active.
+ *
+ * Each time artemis_site activates a datacentre it sends every live broker that answers, in every datacentre, a record
+ * per group (continuity_group, continuity_active_datacentre, continuity_activated_at in ms) to the last-value queue
+ * continuity.activation. A datacentre that was lost misses the records of the failover that replaced it, and its
+ * journal still grants its clients the groups. So when this broker activates (it starts, or a backup takes over),
+ * after its journal is loaded and before its acceptors open, it reads the records kept here and at the brokers of the
+ * other datacentres (core protocol, logged in by its certificate, which may only browse there). For each group whose
+ * newest record names another datacentre it applies the group's fenced security settings, exactly those artemis_site
+ * applies with state=passive, persisted as artemis_site's are. It never opens anything to clients.
+ *
+ * A broker that does not answer within the timeout is not heard; when no broker of the other datacentres answers the
+ * check keeps this broker's settings and says so (the datacentre may be the only one left).
+ *
+ * Options (a <property> of <broker-plugin> in broker.xml): datacentre; connectors (comma-separated names of
+ * broker.xml's connectors to the other datacentres' brokers); user (the login the certificate maps to); timeout-ms;
+ * and per group fence.<group>, a JSON object: match -> the roles of each permission, comma-separated, in the order of
+ * ActiveMQServerControl.addSecuritySettings.
+ */
+package continuity.artemis.replication;
+
+import java.io.StringReader;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import org.apache.activemq.artemis.api.core.Message;
+import org.apache.activemq.artemis.api.core.SimpleString;
+import org.apache.activemq.artemis.api.core.TransportConfiguration;
+import org.apache.activemq.artemis.api.core.client.ActiveMQClient;
+import org.apache.activemq.artemis.api.core.client.ClientConsumer;
+import org.apache.activemq.artemis.api.core.client.ClientMessage;
+import org.apache.activemq.artemis.api.core.client.ClientSession;
+import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
+import org.apache.activemq.artemis.api.core.client.ServerLocator;
+import org.apache.activemq.artemis.core.security.Role;
+import org.apache.activemq.artemis.core.server.ActivateCallback;
+import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.MessageReference;
+import org.apache.activemq.artemis.core.server.Queue;
+import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
+import org.apache.activemq.artemis.json.JsonArray;
+import org.apache.activemq.artemis.json.JsonObject;
+import org.apache.activemq.artemis.utils.JsonLoader;
+import org.apache.activemq.artemis.utils.SecurityFormatter;
+import org.apache.activemq.artemis.utils.collections.LinkedListIterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+public class ActivationCheck implements ActiveMQServerPlugin {
+   private static final SimpleString RECORDS = SimpleString.of("continuity.activation");
+   private static final String GROUP = "continuity_group";
+   private static final String DATACENTRE = "continuity_active_datacentre";
+   private static final String ACTIVATED_AT = "continuity_activated_at";
+   // The permissions of a fence's roles, in the order of addSecuritySettings (and of the Python PERMISSIONS).
+   private static final List<Predicate<Role>> PERMISSIONS = List.of(
+      Role::isSend, Role::isConsume, Role::isCreateDurableQueue, Role::isDeleteDurableQueue,
+      Role::isCreateNonDurableQueue, Role::isDeleteNonDurableQueue, Role::isManage, Role::isBrowse,
+      Role::isCreateAddress, Role::isDeleteAddress);
+   private static final Logger LOG = LoggerFactory.getLogger(ActivationCheck.class);
+
+   /** An activation record, and where it was read. */
+   record Activation(String group, String datacentre, long at, String keptBy) { }
+
+   private String datacentre;
+   private List<String> connectors = List.of();
+   private String user;
+   private long timeoutMillis = 5000;
+   // group -> match -> roles per permission
+   private final Map<String, Map<String, List<String>>> fences = new TreeMap<>();
+   // Groups fenced at activation, to keep in the journal once the broker has started.
+   private final List<String> toPersist = new ArrayList<>();
+   private ActiveMQServer server;
+
+   @Override
+   public void init(Map<String, String> properties) {
+      datacentre = properties.get("datacentre");
+      if (datacentre == null || datacentre.isEmpty()) {
+         throw new IllegalArgumentException("ActivationCheck needs the option datacentre");
+      }
+      String names = properties.getOrDefault("connectors", "");
+      connectors = names.isEmpty() ? List.of() : Arrays.asList(names.split(","));
+      user = properties.get("user");
+      timeoutMillis = Long.parseLong(properties.getOrDefault("timeout-ms", "5000"));
+      properties.forEach((key, value) -> {
+         if (key.startsWith("fence.")) {
+            fences.put(key.substring("fence.".length()), fence(value));
+         }
+      });
+   }
+
+   private static Map<String, List<String>> fence(String json) {
+      JsonObject settings = JsonLoader.readObject(new StringReader(json));
+      Map<String, List<String>> fence = new TreeMap<>();
+      for (String match : settings.keySet()) {
+         JsonArray roles = settings.getJsonArray(match);
+         List<String> perPermission = new ArrayList<>();
+         for (int index = 0; index < roles.size(); index++) {
+            perPermission.add(roles.getString(index));
+         }
+         if (perPermission.size() != PERMISSIONS.size()) {
+            throw new IllegalArgumentException("ActivationCheck: the fence of " + match + " names " + perPermission.size()
+                                               + " permissions, not " + PERMISSIONS.size());
+         }
+         fence.put(match, perPermission);
+      }
+      return fence;
+   }
+
+   @Override
+   public void registered(ActiveMQServer server) {
+      this.server = server;
+      server.registerActivateCallback(new ActivateCallback() {
+         @Override
+         public void activated() {
+            check();
+         }
+
+         @Override
+         public void activationComplete() {
+            persist();
+         }
+      });
+   }
+
+   private void check() {
+      List<Activation> records = new ArrayList<>(kept());
+      Set<String> heard = new TreeSet<>();
+      records.addAll(askOthers(heard));
+      if (!connectors.isEmpty() && heard.isEmpty()) {
+         LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
+                  + "keeps its settings", timeoutMillis, connectors);
+      }
+      for (String group : fences.keySet()) {
+         Activation newest = records.stream().filter(record -> group.equals(record.group()))
+            .max((a, b) -> Long.compare(a.at(), b.at())).orElse(null);
+         if (newest == null || newest.datacentre().equals(datacentre)) {
+            continue;
+         }
+         if (fenced(group)) {
+            LOG.info("Activation check: group {} is fenced here; its newest activation ({} at {}, kept by {}) names {}",
+                     group, newest.datacentre(), newest.at(), newest.keptBy(), newest.datacentre());
+            continue;
+         }
+         try {
+            for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+               List<String> roles = setting.getValue();
+               server.getSecurityRepository().addMatch(setting.getKey(), SecurityFormatter.createSecurity(
+                  roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5), roles.get(6),
+                  roles.get(7), roles.get(8), roles.get(9)));
+            }
+            synchronized (toPersist) {
+               toPersist.add(group);
+            }
+            LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}), after "
+                     + "this datacentre's own activation; clients may not send or consume here until a swapover",
+                     group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
+         } catch (Exception e) {
+            LOG.error("Activation check: could not fence group {} at {}", group, datacentre, e);
+         }
+      }
+   }
+
+   /**
+    * Keep the fences applied at activation in the journal, as artemis_site's are: they then survive a restart whatever
+    * the other datacentres answer. The management API takes them only once the broker has started, a moment after
+    * its acceptors opened; the fence itself was in force before.
+    */
+   private void persist() {
+      List<String> groups;
+      synchronized (toPersist) {
+         groups = new ArrayList<>(toPersist);
+         toPersist.clear();
+      }
+      for (String group : groups) {
+         try {
+            for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+               List<String> roles = setting.getValue();
+               server.getActiveMQServerControl().addSecuritySettings(
+                  setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
+                  roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+            }
+         } catch (Exception e) {
+            LOG.error("Activation check: group {} is fenced at {} but its fence could not be kept in the journal; "
+                      + "fence it again (artemis_site state=passive) before this broker restarts", group, datacentre, e);
+         }
+      }
+   }
+
+   /** Whether every match of the group's fence already has the fence's roles here. */
+   private boolean fenced(String group) {
+      for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+         Set<Role> roles = server.getSecurityRepository().getMatch(setting.getKey());
+         for (int index = 0; index < PERMISSIONS.size(); index++) {
+            Set<String> granted = new TreeSet<>();
+            for (Role role : roles == null ? Collections.<Role>emptySet() : roles) {
+               if (PERMISSIONS.get(index).test(role)) {
+                  granted.add(role.getName());
+               }
+            }
+            String wanted = setting.getValue().get(index);
+            if (!granted.equals(new TreeSet<>(wanted.isEmpty() ? List.of() : Arrays.asList(wanted.split(","))))) {
+               return false;
+            }
+         }
+      }
+      return true;
+   }
+
+   /** The records this broker keeps. */
+   private List<Activation> kept() {
+      List<Activation> records = new ArrayList<>();
+      Queue queue = server.locateQueue(RECORDS);
+      if (queue == null) {
+         return records;
+      }
+      try (LinkedListIterator<MessageReference> references = queue.browserIterator()) {
+         while (references.hasNext()) {
+            Activation record = activation(references.next().getMessage(), "this broker");
+            if (record != null) {
+               records.add(record);
+            }
+         }
+      } catch (Exception e) {
+         LOG.warn("Activation check: could not read this broker's activation records", e);
+      }
+      return records;
+   }
+
+   /** The records the other datacentres' brokers keep, asked side by side; ``heard`` gets those that answered. */
+   private List<Activation> askOthers(Set<String> heard) {
+      List<Activation> records = Collections.synchronizedList(new ArrayList<>());
+      if (connectors.isEmpty()) {
+         return records;
+      }
+      ExecutorService asking = Executors.newFixedThreadPool(connectors.size(), runnable -> {
+         Thread thread = new Thread(runnable, "continuity-activation-check");
+         thread.setDaemon(true);
+         return thread;
+      });
+      try {
+         List<CompletableFuture<Void>> answers = new ArrayList<>();
+         for (String connector : connectors) {
+            answers.add(CompletableFuture.runAsync(() -> {
+               List<Activation> kept = ask(connector);
+               records.addAll(kept);
+               synchronized (heard) {
+                  heard.add(connector);
+               }
+            }, asking));
+         }
+         try {
+            CompletableFuture.allOf(answers.toArray(new CompletableFuture[0])).get(timeoutMillis, TimeUnit.MILLISECONDS);
+         } catch (Exception e) {
+            // whoever has not answered by now is not heard; the reasons were logged by ask()
+         }
+         synchronized (heard) {
+            LOG.info("Activation check at {}: heard {} of {} ({} records there)", datacentre, heard, connectors,
+                     records.size());
+            return new ArrayList<>(records);
+         }
+      } finally {
+         asking.shutdownNow();
+      }
+   }
+
+   private List<Activation> ask(String connector) {
+      List<Activation> records = new ArrayList<>();
+      TransportConfiguration transport = server.getConfiguration().getConnectorConfigurations().get(connector);
+      if (transport == null) {
+         LOG.warn("Activation check: no connector {} in broker.xml", connector);
+         throw new IllegalStateException("no connector " + connector);
+      }
+      try (ServerLocator locator = ActiveMQClient.createServerLocatorWithoutHA(transport)) {
+         locator.setReconnectAttempts(0).setInitialConnectAttempts(1).setCallTimeout(timeoutMillis)
+            .setCallFailoverTimeout(timeoutMillis);
+         try (ClientSessionFactory factory = locator.createSessionFactory();
+              ClientSession session = factory.createSession(user, null, false, true, true, false, 0)) {
+            session.start();
+            try (ClientConsumer browser = session.createConsumer(RECORDS, true)) {
+               ClientMessage message;
+               while ((message = browser.receive(500)) != null) {
+                  Activation record = activation(message, connector);
+                  if (record != null) {
+                     records.add(record);
+                  }
+               }
+            }
+         }
+      } catch (Exception e) {
+         LOG.info("Activation check: {} did not answer: {}", connector, e.toString());
+         throw new IllegalStateException(e);
+      }
+      return records;
+   }
+
+   private static Activation activation(Message message, String keptBy) {
+      String group = message.getStringProperty(GROUP);
+      String active = message.getStringProperty(DATACENTRE);
+      String at = message.getStringProperty(ACTIVATED_AT);
+      if (group == null || active == null || at == null) {
+         return null;
+      }
+      try {
+         return new Activation(group, active, Long.parseLong(at), keptBy);
+      } catch (NumberFormatException e) {
+         return null;
+      }
+   }
+}
