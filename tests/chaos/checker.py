@@ -203,8 +203,11 @@ def pair_takes_over(run: Run) -> dict:
     for datacentre, samples in stretches.items():
         started = None
         for sample in samples + [None]:
-            # No live broker while one of the pair answers: its backup has not taken over (yet).
-            waiting = sample is not None and not sample["live"] and len(sample["silent"]) < len(sample["brokers"])
+            # No live broker while one of the pair could take over: a backup that answers in sync with the live
+            # broker it lost (one still copying its journal cannot, Artemis keeps it waiting for a good reason).
+            # Histories written before backups' sync was sampled count every broker that answers.
+            waiting = sample is not None and not sample["live"] and (
+                bool(sample["in_sync"]) if "in_sync" in sample else len(sample["silent"]) < len(sample["brokers"]))
             if waiting and started is None:
                 started = sample["t"]
             elif not waiting and started is not None:

@@ -27,6 +27,8 @@ NOT_CLIENTS = {"amq", "replication"}
 ACTIVITY_INTERVAL_S = 1.0
 FAILOVER_LOSS_WINDOW_S = 30.0
 RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
+# How long an operation's end waits for every moving group's datacentre to answer before calling where they are.
+SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
 
 
 def _failure_message(output: str) -> str:
@@ -65,6 +67,8 @@ class World:
         self.closing = threading.Event()           # the schedule's time is up
         self.stopping = threading.Event()          # the run is over
         self.findings: list[str] = []
+        # Interrupted operations whose resumes were all refused, run once more when the estate is restored.
+        self.unresumed: list[tuple[str, str, dict]] = []
         self._count = 0
 
     # -- the record --------------------------------------------------------------------------------------------
@@ -117,14 +121,19 @@ class World:
         return next(iter(self.brokers(datacentre, timeout)["live"]), None)
 
     def brokers(self, datacentre: str, timeout: float = 2.0) -> dict:
-        """The brokers of ``datacentre`` that answer as live, and those that do not answer."""
-        seen = {"live": [], "silent": []}
+        """The brokers of ``datacentre`` that answer as live, the backups that answer in sync with their live
+        broker (those that could take over), and those that do not answer."""
+        seen = {"live": [], "in_sync": [], "silent": []}
         for node in self.nodes_of(datacentre):
             try:
-                if node.management(timeout=timeout).status()["live"]:
-                    seen["live"].append(node)
+                status = node.management(timeout=timeout).status()
             except (BrokerUnreachable, ManagementError, OSError):
                 seen["silent"].append(node)
+                continue
+            if status["live"]:
+                seen["live"].append(node)
+            elif status["backup"] and status["replica_sync"]:
+                seen["in_sync"].append(node)
         return seen
 
     def supervise(self) -> None:
@@ -194,6 +203,7 @@ class World:
                 for datacentre, brokers in pairs.items():
                     self.writer.write("brokers", datacentre=datacentre,
                                       live=[node.name for node in brokers["live"]],
+                                      in_sync=[node.name for node in brokers["in_sync"]],
                                       silent=[node.name for node in brokers["silent"]],
                                       brokers=[node.name for node in self.nodes_of(datacentre)])
             except Exception as exc:  # pylint: disable=broad-except  # recorded, the sampling goes on
@@ -323,6 +333,12 @@ class World:
         interrupt = args.get("interrupt")
         process = self.playbook(playbook, extra, name=op_id, interrupt=interrupt)
         after = self.where_active()
+        for _attempt in range(SETTLE_ATTEMPTS):
+            # A broker that does not answer (under a fault) leaves where the groups are unknown, not moved.
+            if after is not None or process.returncode == 0 or self.closing.is_set():
+                break
+            time.sleep(SETTLE_PAUSE_S)
+            after = self.where_active()
         outcome, message = self._outcome(name, process, interrupt, before, after, extra)
         end = {"outcome": outcome, "message": message, "rc": process.returncode, "active_after": after}
         if name == "failover":
@@ -330,13 +346,19 @@ class World:
         self.writer.write("operation", name=name, phase="end", id=op_id, **end)
         self.log(f"operation {op_id} end {outcome} (rc {process.returncode}, active at {after}) {message[:300]}")
         self._follow(name, outcome, extra, after)
-        if outcome == "interrupted":
+        if outcome == "interrupted" and "resumes" not in args:
             # A following operation must work: the same one, run again to its end (its source and target as the
-            # interrupted one had them, whatever that one left), as an operator would, while a fault refuses it.
+            # interrupted one had them, whatever that one left), as an operator would, while a fault refuses it;
+            # still refused, once more when the run has restored the estate.
+            resumed = False
             for _attempt in range(RESUME_ATTEMPTS):
-                if self.operation(name, {"resumes": op_id}, extra=extra) == "done" or self.closing.is_set():
+                resumed = self.operation(name, {"resumes": op_id}, extra=extra) == "done"
+                if resumed or self.closing.is_set():
                     break
                 time.sleep(RESUME_PAUSE_S)
+            if not resumed:
+                with self.lock:
+                    self.unresumed.append((name, op_id, extra))
         return outcome
 
     def _playbook_for(self, name, args) -> tuple[dict, str]:
@@ -470,6 +492,10 @@ class World:
             self.operation("swapover", {"repairs": True}, extra={
                 "replication_active_datacentre": self.active, "swapover_source": source,
                 "swapover_target": self.active, "swapover_groups": MOVING_GROUPS})
+        with self.lock:
+            unresumed, self.unresumed = self.unresumed, []
+        for name, op_id, extra in unresumed:
+            self.operation(name, {"resumes": op_id}, extra=extra)
 
     def replication_reports(self) -> list[dict]:
         reports = []

@@ -143,6 +143,20 @@ def test_a_pair_that_leaves_its_datacentre_without_a_live_broker_too_long_is_cau
     assert _verdicts(events)["pair_takes_over"]["holds"]
 
 
+def test_only_a_backup_in_sync_is_expected_to_take_over():
+    """The first 20-minute run on 2 x 2: a backup powered on again was still copying its live broker's journal when
+    that broker was killed; Artemis keeps such a backup waiting (it would serve a stale journal) until the primary
+    is back."""
+    pair = {"kind": "brokers", "datacentre": "dc1", "brokers": ["dc1-node1", "dc1-node2"]}
+    events = _clean() + [dict(pair, t=200, live=[], in_sync=[], silent=["dc1-node1"]),
+                         dict(pair, t=274, live=["dc1-node1"], in_sync=[], silent=[])]
+    assert _verdicts(events)["pair_takes_over"]["holds"]
+    events[-2]["in_sync"] = ["dc1-node2"]
+    verdict = _verdicts(events)["pair_takes_over"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == (
+        "no live broker for 74.0 s while one of the pair answered")
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
