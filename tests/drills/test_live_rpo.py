@@ -45,7 +45,7 @@ def measured_estate(tmp_path_factory):
         built = run_playbook("site.yml")
         assert built.rc == 0, built.output[-6000:]
         estate = Estate.from_testbed()
-        node = estate.dc("dc3")  # the measurement at a third site, as the README advises
+        node = estate.dc("dc3")  # the measurement at a third site, as docs/measurement.md advises
         work = tmp_path_factory.mktemp("live-rpo")
         inventory = rpo_inventory(TESTBED_INVENTORY, work, node, {
             "rpo_job_wheelhouse": build_wheelhouse(str(work / "wheels"), REPO_ROOT),

@@ -86,7 +86,7 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
         # then, and nothing came back round. Acknowledgements do not cross a bridge, so it holds a copy of each until
         # its own swapover or reconcile.yml removes those. (A mirror group's star around its owner does not follow a
         # swapover: the third datacentre gets the new active site's events as the old owner relays them, and under
-        # load not every acknowledgement, so it keeps consumed messages and the swap back refuses; see the README.)
+        # load not every acknowledgement, so it keeps consumed messages and the swap back refuses; see docs/engines.md.)
         for other in estate.passive(source) if bridged else ():
             if other.dc == target:
                 continue
