@@ -203,11 +203,13 @@ def pair_takes_over(run: Run) -> dict:
     for datacentre, samples in stretches.items():
         started = None
         for sample in samples + [None]:
-            # No live broker while one of the pair could take over: a backup that answers in sync with the live
-            # broker it lost (one still copying its journal cannot, Artemis keeps it waiting for a good reason).
+            # No live broker while the pair could have one: a backup answers in sync with the live broker it lost,
+            # or every broker of the pair answers (one of them holds the newest journal). A backup still copying
+            # its journal while the other does not answer waits for a good reason: it would serve a stale journal.
             # Histories written before backups' sync was sampled count every broker that answers.
+            answering = len(sample["silent"]) < len(sample["brokers"]) if sample is not None else False
             waiting = sample is not None and not sample["live"] and (
-                bool(sample["in_sync"]) if "in_sync" in sample else len(sample["silent"]) < len(sample["brokers"]))
+                bool(sample["in_sync"]) or not sample["silent"] if "in_sync" in sample else answering)
             if waiting and started is None:
                 started = sample["t"]
             elif not waiting and started is not None:

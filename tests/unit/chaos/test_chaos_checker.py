@@ -157,6 +157,16 @@ def test_only_a_backup_in_sync_is_expected_to_take_over():
         "no live broker for 74.0 s while one of the pair answered")
 
 
+def test_a_pair_whose_brokers_all_answer_as_backups_is_caught():
+    """The replay of seed 1 on 2 x 2: both brokers of dc2 came back as backups, neither in sync, and none went
+    live; one of them held the newest journal."""
+    pair = {"kind": "brokers", "datacentre": "dc2", "brokers": ["dc2-node1", "dc2-node2"]}
+    events = _clean() + [dict(pair, t=200, live=[], in_sync=[], silent=[]),
+                         dict(pair, t=400, live=[], in_sync=[], silent=[])]
+    verdict = _verdicts(events)["pair_takes_over"]
+    assert not verdict["holds"] and verdict["broken"][0]["why"].startswith("no live broker for ")
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
