@@ -145,6 +145,7 @@ def build_bed(estate_name: str, directory: str, lock_manager: bool = True,
     Estate.testbed("down")
     Estate.testbed("up", "--dcs", str(len(shape["datacentres"])), "--nodes-per-dc",
                    str(shape["brokers_per_datacentre"]), *(["--zookeeper"] if pairs and lock_manager else []))
+    shutil.rmtree(os.path.join(directory, "inventory-mixed"), ignore_errors=True)  # an earlier run's, in the same place
     inventory = layout_inventory(directory, {dc: "shared_nothing" if pairs else "standalone"
                                              for dc in shape["datacentres"]}, extra=inventory_vars)
     return Estate.from_testbed(inventory), inventory
