@@ -15,8 +15,8 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
     single_active           a group of one active datacentre (any mode but active_active) is never active at two
     active_somewhere        ... nor active nowhere for longer than DARK_TOLERANCE_SECONDS outside an operation
     single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
-    pair_takes_over         a datacentre of a pair with a broker still answering is never without a live broker
-                            for longer than TAKEOVER_BOUND_SECONDS outside an operation
+    pair_takes_over         a pair that could have a live broker (a backup in sync answers, or both brokers answer)
+                            is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were; one the run interrupted is resumed by the next, which ends done
     measurement_agrees      what the product published as lost is what the history lost
@@ -207,9 +207,9 @@ def pair_takes_over(run: Run) -> dict:
             # or every broker of the pair answers (one of them holds the newest journal). A backup still copying
             # its journal while the other does not answer waits for a good reason: it would serve a stale journal.
             # Histories written before backups' sync was sampled count every broker that answers.
-            answering = len(sample["silent"]) < len(sample["brokers"]) if sample is not None else False
             waiting = sample is not None and not sample["live"] and (
-                bool(sample["in_sync"]) or not sample["silent"] if "in_sync" in sample else answering)
+                bool(sample["in_sync"]) or not sample["silent"] if "in_sync" in sample
+                else len(sample["silent"]) < len(sample["brokers"]))
             if waiting and started is None:
                 started = sample["t"]
             elif not waiting and started is not None:
