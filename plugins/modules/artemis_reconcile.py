@@ -75,8 +75,9 @@ pending:
   returned: always
   type: list
   elements: dict
-skipped:
-  description: Brokers of the datacentre that did not answer (a backup that is down, a broker starting).
+not_answering:
+  description: Brokers of the datacentre that did not answer and were left out (a backup that is down, a broker
+    starting). Named so because Ansible reserves C(skipped) for a boolean.
   returned: always
   type: list
   elements: str
@@ -183,7 +184,7 @@ def run_module(module, client_for=ArtemisManagement.from_params):
     if params['datacentre'] not in datacentres:
         module.fail_json(msg='datacentre %r has no broker in brokers (datacentres: %s)'
                          % (params['datacentre'], ', '.join(datacentres)))
-    outcome = {'kept': 0, 'reconciled': [], 'discarded': [], 'pending': [], 'skipped': []}
+    outcome = {'kept': 0, 'reconciled': [], 'discarded': [], 'pending': [], 'not_answering': []}
     try:
         sources = Sources([client_for(broker, params) for broker in params['brokers']
                            if broker['datacentre'] != params['datacentre']])
@@ -194,7 +195,7 @@ def run_module(module, client_for=ArtemisManagement.from_params):
             try:
                 live = client.status()['live']
             except (BrokerUnreachable, BrokerNotReady) as exc:
-                outcome['skipped'].append('%s (%s)' % (broker['name'], exc))
+                outcome['not_answering'].append('%s (%s)' % (broker['name'], exc))
                 continue
             if live and KEPT_ADDRESS in client.queue_names():
                 reconcile_broker(module, client, sources, outcome)

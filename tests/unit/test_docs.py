@@ -1,5 +1,6 @@
 """Every module and role of the collection renders with ansible-doc, as users read them."""
 
+import json
 import os
 import subprocess
 
@@ -31,3 +32,15 @@ def test_a_module_renders_with_its_examples_and_return_values(module):
 def test_a_role_renders_its_argument_specs(role):
     text = _ansible_doc("-t", "role", f"continuity.artemis.{role}")
     assert "ENTRY POINT:" in text and "Options" in text, text[:2000]
+
+
+# Ansible gives these result keys its own meaning (a boolean, or the host's state): a module returning one as data
+# breaks the task that registers it (ansible-core 2.19 on: "Values for result key 'skipped' must be of type bool").
+RESERVED_RESULT_KEYS = {"skipped", "unreachable", "failed", "skip_reason", "invocation"}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_a_module_returns_no_key_that_ansible_reserves(module):
+    text = _ansible_doc("--json", f"continuity.artemis.{module}")
+    returned = set(json.loads(text)[f"continuity.artemis.{module}"]["return"] or {})
+    assert not returned & RESERVED_RESULT_KEYS, sorted(returned & RESERVED_RESULT_KEYS)

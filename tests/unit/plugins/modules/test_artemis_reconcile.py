@@ -115,9 +115,9 @@ def test_nothing_is_decided_while_the_source_does_not_answer():
         "its source broker (node %s) is not a live broker that answers" % SOURCE_NODE}
 
 
-def test_a_silent_broker_of_the_datacentre_is_skipped_and_named():
+def test_a_silent_broker_of_the_datacentre_is_left_out_and_named():
     source, target = _estate()
     down = StubBroker("dc2-node2", "node-dc2", {}, reachable=False)
     result = _reconcile([("dc1", source), ("dc2", target), ("dc2", down)])
-    assert result["skipped"] == ["dc2-node2 (dc2-node2 is unreachable)"]
+    assert result["not_answering"] == ["dc2-node2 (dc2-node2 is unreachable)"]
     assert len(result["reconciled"]) == 1
