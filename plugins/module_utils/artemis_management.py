@@ -82,6 +82,34 @@ def quote(value):
     return '"%s"' % ''.join(_QUOTED.get(character, character) for character in value)
 
 
+_UNQUOTED = dict((escaped[1], character) for character, escaped in _QUOTED.items())
+
+
+def object_name_value(object_name, key):
+    """The value of ``key`` in an ObjectName as the MBean server writes it (a quoted value unquoted), or None."""
+    properties = object_name.split(':', 1)[-1]
+    start = 0
+    while start < len(properties):
+        name, _, rest = properties[start:].partition('=')
+        if rest.startswith('"'):
+            value, index = [], 1
+            while index < len(rest) and rest[index] != '"':
+                if rest[index] == '\\' and index + 1 < len(rest):
+                    index += 1
+                    value.append(_UNQUOTED.get(rest[index], rest[index]))
+                else:
+                    value.append(rest[index])
+                index += 1
+            value, length = ''.join(value), index + 1
+        else:
+            value = rest.split(',', 1)[0]
+            length = len(value)
+        if name == key:
+            return value
+        start += len(name) + 1 + length + 1
+    return None
+
+
 # Artemis's Message.TEXT_TYPE.
 TEXT_MESSAGE = 3
 
@@ -228,6 +256,14 @@ class ArtemisManagement(object):
     def queues(self):
         """Every queue, with its counters, as Artemis lists them (values as strings)."""
         return self._list('listQueues')
+
+    def durable_message_counts(self):
+        """Per queue name, its durable messages (those its broker keeps across a restart), in one request."""
+        pattern = '%s,component=addresses,address=*,subcomponent=queues,routing-type=*,queue=*' % (
+            broker_mbean(self.name))
+        values = self.read(pattern, 'DurableMessageCount') or {}
+        return dict((object_name_value(name, 'queue'), int(value['DurableMessageCount'] or 0))
+                    for name, value in values.items())
 
     def queue_names(self):
         """The name of every queue, internal ones included."""

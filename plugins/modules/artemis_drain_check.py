@@ -36,7 +36,9 @@ options:
     type: int
     default: 300
   compare_queues:
-    description: Compare the queues too. V(false) waits only for the source's mirror backlog to be delivered.
+    description: Compare the queues' durable messages too (non-durable ones do not survive a crash of their broker,
+      while the other datacentres keep their copies). V(false) waits only for the source's mirror backlog to be
+      delivered.
     type: bool
     default: true
   links:
@@ -198,7 +200,7 @@ def main():
         module.fail_json(msg='%s did not drain within %ss: %s per link %s; queues out of sync: %s%s%s' % (
             params['source_datacentre'], params['timeout'],
             'still to deliver of what it held at first' if params['caught_up'] else 'backlog', waiting,
-            ', '.join('%s %s' % (entry['queue'], entry['message_counts']) for entry in out_of_sync) or 'none',
+            ', '.join('%s %s' % (entry['queue'], entry['durable_message_counts']) for entry in out_of_sync) or 'none',
             '; unreachable: %s' % ', '.join(unreachable) if unreachable else '',
             '; kept because the mirror found no queue (settle them with artemis_reconcile): %s' % kept
             if kept else ''), **result)

@@ -92,13 +92,14 @@ brokers:
       returned: always
     queues:
       description: Application queues, with C(name), C(address), C(routing_type), C(message_count),
-        C(delivering_count), C(consumer_count), C(paused), and the counters C(messages_added) and
+        C(durable_message_count), C(delivering_count), C(consumer_count), C(paused), and the counters C(messages_added) and
         C(messages_acknowledged) (since the broker started).
       type: list
       elements: dict
       returned: always
 comparison:
-  description: Per queue, C(message_counts) by datacentre and C(in_sync).
+  description: Per queue, C(durable_message_counts) by datacentre and C(in_sync). Non-durable messages are not
+    compared, as a broker that crashes loses them while the other datacentres keep their copies.
   returned: always
   type: list
   elements: dict

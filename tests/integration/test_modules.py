@@ -26,7 +26,7 @@ def test_replication_info_reports_links_backlog_and_queues_per_site(estate):
     assert queues[queue]["message_count"] == 40 and queues[queue]["consumer_count"] == 0
     comparison = {entry["queue"]: entry for entry in result["comparison"]}
     every_dc = {node.dc for node in estate.nodes}
-    assert comparison[queue] == {"queue": queue, "message_counts": {dc: 40 for dc in every_dc}, "in_sync": True}
+    assert comparison[queue] == {"queue": queue, "durable_message_counts": {dc: 40 for dc in every_dc}, "in_sync": True}
 
 
 def test_drain_check_fails_with_the_backlog_while_partitioned_and_passes_once_healed(estate):

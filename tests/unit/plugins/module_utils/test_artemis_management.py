@@ -212,18 +212,55 @@ def test_bridges_are_read_from_their_own_mbeans():
     assert server.requests[1]["mbean"] == broker_mbean("b1") + ',component=bridges,name="to-dc2"'
 
 
-def test_compare_sites_counts_live_brokers_per_datacentre():
+def test_compare_sites_counts_the_durable_messages_of_live_brokers_per_datacentre():
     reports = [
         {"datacentre": "dc1", "live": True,
-         "queues": [{"name": "a", "message_count": 5}, {"name": "b", "message_count": 1}]},
+         "queues": [{"name": "a", "message_count": 5, "durable_message_count": 5},
+                    {"name": "b", "message_count": 1, "durable_message_count": 1},
+                    # dc1 crashed: its non-durable messages are gone, dc2 keeps its copies of them
+                    {"name": "c", "message_count": 0, "durable_message_count": 0}]},
         {"datacentre": "dc1", "live": False, "queues": []},
-        {"datacentre": "dc2", "live": True, "queues": [{"name": "a", "message_count": 5}]},
+        {"datacentre": "dc2", "live": True, "queues": [{"name": "a", "message_count": 5, "durable_message_count": 5},
+                                                       {"name": "c", "message_count": 3, "durable_message_count": 0}]},
     ]
     assert compare_sites(reports) == [
-        {"queue": "a", "message_counts": {"dc1": 5, "dc2": 5}, "in_sync": True},
-        {"queue": "b", "message_counts": {"dc1": 1, "dc2": 0}, "in_sync": False},
+        {"queue": "a", "durable_message_counts": {"dc1": 5, "dc2": 5}, "in_sync": True},
+        {"queue": "b", "durable_message_counts": {"dc1": 1, "dc2": 0}, "in_sync": False},
+        {"queue": "c", "durable_message_counts": {"dc1": 0, "dc2": 0}, "in_sync": True},
     ]
     assert compare_sites(reports, tolerance=1)[1]["in_sync"]
+
+
+class DurableCountJolokia(FakeJolokia):
+    """A pattern read of DurableMessageCount, answered as Jolokia does: per MBean name, the MBean server's canonical
+    form (keys sorted, values quoted)."""
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(request)
+        value = {
+            'org.apache.activemq.artemis:address="orders",broker="b1",component=addresses,'
+            'queue="orders",routing-type="anycast",subcomponent=queues': {"DurableMessageCount": 4},
+            'org.apache.activemq.artemis:address="odd\\"name",broker="b1",component=addresses,'
+            'queue="odd\\"na,me\\*",routing-type="multicast",subcomponent=queues': {"DurableMessageCount": 0},
+        }
+        payload = json.dumps({"status": 200, "value": value}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_durable_message_counts_are_read_in_one_request_and_keyed_by_queue_name():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), DurableCountJolokia)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        counts = _client(server).durable_message_counts()
+    finally:
+        server.shutdown()
+    assert counts == {"orders": 4, 'odd"na,me*': 0}
+    assert len(server.requests) == 1 and server.requests[0]["mbean"].endswith(",queue=*")
 
 
 class FakeModule:

@@ -106,6 +106,10 @@ class _Broker:
         return [queue("$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", 3), queue("continuity.out.relay.dc2", 7),
                 queue("continuity.export.archive.0", 5000), queue("orders", 1)]
 
+    def durable_message_counts(self):
+        return {"$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all": 3, "continuity.out.relay.dc2": 7,
+                "continuity.export.archive.0": 5000, "orders": 0}
+
 
 def test_an_export_to_a_broker_outside_the_estate_is_reported_apart_from_the_estate_links():
     report = broker_report(_Broker())
