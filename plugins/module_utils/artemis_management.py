@@ -90,7 +90,7 @@ def object_name_value(object_name, key):
     properties = object_name.split(':', 1)[-1]
     start = 0
     while start < len(properties):
-        name, _, rest = properties[start:].partition('=')
+        name, _equals, rest = properties[start:].partition('=')
         if rest.startswith('"'):
             value, index = [], 1
             while index < len(rest) and rest[index] != '"':
