@@ -206,6 +206,11 @@ def _malformed_zookeeper(hosts, all_vars):
     all_vars["replication_zookeeper"] = {"connect-string": "zk1 zk2"}
 
 
+def _failback_with_zookeeper(hosts, all_vars):
+    all_vars["replication_zookeeper"] = {"connect-string": "zk1:2181"}
+    all_vars["replication_ha_failback"] = True
+
+
 def _failure_detection_too_short(hosts, all_vars):
     all_vars["replication_ha_failure_detection_ms"] = 500
 
@@ -361,6 +366,8 @@ CASES = {
     "password that is not a string": (_numeric_user_password, ["broker_users", "password"]),
     "host in two datacentres": (_host_in_two_datacentres, ["dc1-node1", "exactly one datacentre"]),
     "malformed ZooKeeper connect string": (_malformed_zookeeper, ["replication_zookeeper", "connect-string"]),
+    "failback asked of ZooKeeper peers": (
+        _failback_with_zookeeper, ["replication_ha_failback cannot be true with replication_zookeeper"]),
     "pair failure detection too short": (
         _failure_detection_too_short, ["replication_ha_failure_detection_ms", "2000 or more", "got 500"]),
     "user-provided TLS certificate missing": (
