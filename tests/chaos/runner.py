@@ -11,9 +11,11 @@ does not hold.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -151,6 +153,18 @@ def build_bed(estate_name: str, directory: str, lock_manager: bool = True,
     return Estate.from_testbed(inventory), inventory
 
 
+def keep_broker_logs(estate: Estate, directory: str) -> None:
+    """Every broker's log, gzipped, into the run's directory (logs/NODE.log.gz): the evidence of what a run found."""
+    os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
+    for node in estate.nodes:
+        try:
+            text = estate.exec(node.name, "cat", f"/var/opt/artemis/{node.name}/log/artemis.log")
+        except subprocess.CalledProcessError as exc:
+            text = f"(no log: {exc.stderr.strip()})\n"
+        with gzip.open(os.path.join(directory, "logs", f"{node.name}.log.gz"), "wt") as handle:
+            handle.write(text)
+
+
 def run_regression(name: str, directory: str, before: bool = False) -> dict:
     """A regression schedule (regressions.py) on the estate as it is, or as it was before its fix."""
     regression = REGRESSIONS[name]
@@ -221,6 +235,7 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         load.write_history(writer)
         for report in world.replication_reports():
             writer.write("measurement", name="replication_report", scope="end", value=report)
+        keep_broker_logs(estate, directory)
     verdicts = checker.check(history.read(history_path))
     summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration, "steps": len(steps),
                "overlapping_steps": schedule.overlapping(steps), "workers_crashed": crashed,
