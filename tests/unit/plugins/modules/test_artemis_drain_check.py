@@ -116,10 +116,11 @@ def test_a_bridge_of_the_source_counts_as_a_link(monkeypatch):
 
 def test_a_broker_that_does_not_answer_keeps_the_source_from_draining_and_is_named(monkeypatch):
     outcome, _clock = _drain(monkeypatch, _estate(reachable=False))
-    assert outcome.failed and outcome.result["msg"].endswith("queues out of sync: none; unreachable: dc2-node1")
+    assert outcome.failed and outcome.result["msg"].endswith(
+        "queues out of sync: none; unreachable or not started: dc2-node1")
     assert outcome.result["progress"][-1]["unreachable"] == ["dc2-node1"]
     outcome, _clock = _drain(monkeypatch, _estate(reachable=False), caught_up=True)
-    assert outcome.failed and outcome.result["msg"].endswith("unreachable: dc2-node1")
+    assert outcome.failed and outcome.result["msg"].endswith("unreachable or not started: dc2-node1")
 
 
 def test_a_drain_completes_once_a_silent_broker_answers_again(monkeypatch):
@@ -201,3 +202,14 @@ def test_a_refused_login_fails_at_once_with_the_looks_so_far(monkeypatch):
     outcome, _clock = _drain(monkeypatch, estate, refused)
     assert outcome.failed and outcome.result["msg"] == "broker dc2-node1 refused management_user 'admin'"
     assert len(outcome.result["progress"]) == 1
+
+
+def test_a_source_broker_that_answers_but_is_not_started_keeps_the_source_from_draining_and_is_named(monkeypatch):
+    # Nothing of its links or queues can be read, and the comparison leaves out a datacentre without a live broker.
+    estate = Estate(dc1=[StubBroker("dc1-node1", ready=False, links={"dc2_all": link(30)}, queues={"orders": 9})],
+                    dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
+    outcome, _clock = _drain(monkeypatch, estate)
+    assert outcome.failed and not outcome.result["drained"]
+    assert outcome.result["msg"].endswith("unreachable or not started: dc1-node1")
+    outcome, _clock = _drain(monkeypatch, estate, caught_up=True)
+    assert outcome.failed and not outcome.result["drained"]
