@@ -132,6 +132,9 @@ def look(params):
     # A broker that answers but is not started (starting, stopping, failing over or back) shows no links nor queues,
     # no more than one that does not answer: a source of such brokers alone would look drained.
     unreachable = [report['name'] for report in reports if not report['reachable'] or not report.get('started', True)]
+    if not any(report.get('live') for report in source):
+        # Every broker answers as a backup (a pair between takeover and failback): nothing at the source is read.
+        unreachable.append('no live broker at %s' % params['source_datacentre'])
     kept = dict((report['name'], sum(report['kept'].values())) for report in reports if report['kept'])
     return backlog, acknowledged, out_of_sync, unreachable, kept
 

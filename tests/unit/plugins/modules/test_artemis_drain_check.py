@@ -210,6 +210,17 @@ def test_a_source_broker_that_answers_but_is_not_started_keeps_the_source_from_d
                     dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
     outcome, _clock = _drain(monkeypatch, estate)
     assert outcome.failed and not outcome.result["drained"]
-    assert outcome.result["msg"].endswith("unreachable or not started: dc1-node1")
+    assert outcome.result["msg"].endswith("unreachable or not started: dc1-node1, no live broker at dc1")
+    outcome, _clock = _drain(monkeypatch, estate, caught_up=True)
+    assert outcome.failed and not outcome.result["drained"]
+
+
+def test_a_source_whose_brokers_all_answer_as_backups_is_not_drained(monkeypatch):
+    estate = Estate(dc1=[StubBroker("dc1-node1", live=False, backup=True, links={"dc2_all": link(30)}),
+                         StubBroker("dc1-node2", live=False, backup=True)],
+                    dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
+    outcome, _clock = _drain(monkeypatch, estate)
+    assert outcome.failed and not outcome.result["drained"]
+    assert outcome.result["msg"].endswith("unreachable or not started: no live broker at dc1")
     outcome, _clock = _drain(monkeypatch, estate, caught_up=True)
     assert outcome.failed and not outcome.result["drained"]
