@@ -100,7 +100,8 @@ kept:
   returned: always
   type: dict
 progress:
-  description: One sample per poll, C(elapsed), C(backlog) (total) and C(out_of_sync) (number of queues).
+  description: One sample per poll, C(elapsed), C(backlog) (total), C(out_of_sync) (number of queues) and
+    C(unreachable) (the brokers that did not answer or were not started, and a source without a live broker).
   returned: always
   type: list
   elements: dict
