@@ -100,7 +100,8 @@ kept:
   returned: always
   type: dict
 progress:
-  description: One sample per poll, C(elapsed), C(backlog) (total) and C(out_of_sync) (number of queues).
+  description: One sample per poll, C(elapsed), C(backlog) (total), C(out_of_sync) (number of queues) and
+    C(unreachable) (the brokers that did not answer or were not started, and a source without a live broker).
   returned: always
   type: list
   elements: dict
@@ -117,8 +118,8 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replica
 
 
 def look(params):
-    """(backlog per source link, acknowledged per source link, queues out of sync, unreachable brokers, kept
-    messages per broker)."""
+    """(backlog per source link, acknowledged per source link, queues out of sync, brokers unreachable or not started,
+    kept messages per broker)."""
     reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     source = [report for report in reports if report['datacentre'] == params['source_datacentre']]
     links = [(report, link) for report in source for link in report['links']
@@ -129,7 +130,12 @@ def look(params):
     out_of_sync = []
     if params['compare_queues'] and not params['caught_up']:
         out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
-    unreachable = [report['name'] for report in reports if not report['reachable']]
+    # A broker that answers but is not started (starting, stopping, failing over or back) shows no links nor queues,
+    # no more than one that does not answer: a source of such brokers alone would look drained.
+    unreachable = [report['name'] for report in reports if not report['reachable'] or not report.get('started', True)]
+    if not any(report.get('live') for report in source):
+        # Every broker answers as a backup (a pair between takeover and failback): nothing at the source is read.
+        unreachable.append('no live broker at %s' % params['source_datacentre'])
     kept = dict((report['name'], sum(report['kept'].values())) for report in reports if report['kept'])
     return backlog, acknowledged, out_of_sync, unreachable, kept
 
@@ -201,7 +207,7 @@ def main():
             params['source_datacentre'], params['timeout'],
             'still to deliver of what it held at first' if params['caught_up'] else 'backlog', waiting,
             ', '.join('%s %s' % (entry['queue'], entry['durable_message_counts']) for entry in out_of_sync) or 'none',
-            '; unreachable: %s' % ', '.join(unreachable) if unreachable else '',
+            '; unreachable or not started: %s' % ', '.join(unreachable) if unreachable else '',
             '; kept because the mirror found no queue (settle them with artemis_reconcile): %s' % kept
             if kept else ''), **result)
     module.exit_json(**result)

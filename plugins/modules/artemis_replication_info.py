@@ -13,7 +13,7 @@ description:
   - For every broker, whether it is reachable and live, each mirror link and each bridge of the bridge engine
     (connected or not) with its backlog, and each application queue with its message, delivering and consumer counts and
     whether it is paused.
-  - Compares each queue's message count between the datacentres (live brokers only).
+  - Compares each queue's durable messages between the datacentres (live brokers only).
   - A broker that does not answer is reported with C(reachable=false); a refused login fails the module.
 extends_documentation_fragment:
   - continuity.artemis.management
