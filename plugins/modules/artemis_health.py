@@ -157,6 +157,10 @@ def main():
     targets = None
     if params['links'] and params['address_groups']:
         datacentres = sorted(set(broker['datacentre'] for broker in params['brokers']))
+        if params['active_datacentre'] not in datacentres:
+            # The model would give no links at all: the other datacentres' links would silently not count.
+            module.fail_json(msg='active_datacentre %r has no broker in brokers (datacentres: %s)'
+                             % (params['active_datacentre'], ', '.join(datacentres)))
         try:
             targets = link_targets(params['address_groups'], datacentres, params['active_datacentre'])
         except EstateError as exc:

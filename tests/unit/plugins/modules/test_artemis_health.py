@@ -159,3 +159,11 @@ def test_groups_the_estate_model_refuses_fail_naming_them(monkeypatch):
     groups = [{"name": "all", "addresses": [], "mode": "everything"}]
     outcome, _clock = _health(monkeypatch, _estate(), address_groups=groups, active_datacentre="dc1")
     assert outcome.failed and outcome.result["msg"].startswith("address_groups: address group all: mode 'everything'")
+
+
+def test_an_active_datacentre_without_brokers_fails_before_any_broker_is_asked(monkeypatch):
+    estate = _estate()
+    outcome, _clock = _health(monkeypatch, estate, address_groups=GROUPS, active_datacentre="dc9")
+    assert outcome.failed and outcome.result["msg"] == (
+        "active_datacentre 'dc9' has no broker in brokers (datacentres: dc1, dc2)")
+    assert estate.asked == []
