@@ -31,6 +31,7 @@ RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results", "chaos")
 RATE = 20              # msg/s per producer: 2 CPUs carry the bed, the load and the controller
 PREFETCH = 10          # a consumer cut off may see this many again
 RUNTIME_QUEUE_EVERY_S = 180
+CONNECT_TIMEOUT_S = 120  # how long a new worker waits for a broker that takes it
 DRAIN_TIMEOUT_S = 600
 
 
@@ -64,8 +65,13 @@ class Load:
         # its queue does not exist yet finds none (docs/chaos.md).
         for _dc, consumer in consumers:
             consumer.start()
-        for _dc, consumer in consumers:
-            consumer.wait_connected(timeout=120)
+        try:
+            for _dc, consumer in consumers:
+                consumer.wait_connected(timeout=CONNECT_TIMEOUT_S)
+        except AssertionError:
+            for _dc, consumer in consumers:
+                consumer.stop(timeout=60)
+            raise
         producer.start()
         self.workers.append(entry)
         self.world.log(f"load: {group} {address} from {first}")
@@ -86,9 +92,15 @@ class Load:
         self._add("all", "full_state", topic, active, anycast=False, queue=f"{topic}::{subscription}")
 
     def add_runtime_queue(self):
-        """A queue the application creates while the run goes on (the mirror's create-queue race lives here)."""
+        """A queue the application creates while the run goes on (the mirror's create-queue race lives here). When
+        no broker takes its consumer (the active datacentre without a live broker: both of a pair down, or its backup
+        still copying the journal), the application waits: the queue is tried again at the next turn."""
         self._runtime += 1
-        self._add("all", "full_state", f"chaos.{self.run_id}.rt{self._runtime}", self.world.active)
+        address = f"chaos.{self.run_id}.rt{self._runtime}"
+        try:
+            self._add("all", "full_state", address, self.world.active)
+        except AssertionError as exc:
+            self.world.log(f"load: {address} deferred, no broker took its consumer: {exc}")
 
     def stop_producers(self):
         for entry in self.workers:
