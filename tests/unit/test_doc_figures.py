@@ -313,8 +313,8 @@ def test_a_figure_rounded_or_in_other_units_is_held(tmp_path):
     doc = _fixture(tmp_path, "Figures: [drill.json](../tests/drills/results/drill.json). 48,219 accepted, mean\n"
                              "468 ms (468.4), p99 3.58 s, 6.2 % apart, 36.4 s at 500 msg/s; seeds 1 to 15, 2 x 2,\n"
                              "Artemis 2.56.0 on port 61616 since 2026-11-26, commit 5c488b7, ARTEMIS-4651.\n")
-    checked, _ = checked_figures(doc, tmp_path)
-    assert [figure.text for figure, _ in checked] == ["48,219", "468", "468.4", "3.58", "6.2", "36.4", "500"]
+    checked, _offences = checked_figures(doc, tmp_path)
+    assert [figure.text for figure, _sources in checked] == ["48,219", "468", "468.4", "3.58", "6.2", "36.4", "500"]
     assert not unheld_figures(doc, tmp_path)
 
 
@@ -322,8 +322,8 @@ def test_a_figure_in_a_paragraph_without_a_source_is_not_checked(tmp_path):
     doc = _fixture(tmp_path, "Figures: `tests/drills/results/drill.json`.\n\n"
                              "Another run accepted 12,345 messages.\n\n"
                              "| run | accepted |\n|---|---|\n| one | 54,321 |\n| `drill.json` | 48,219 |\n")
-    checked, _ = checked_figures(doc, tmp_path)
-    assert [figure.text for figure, _ in checked] == ["48,219"]
+    checked, _offences = checked_figures(doc, tmp_path)
+    assert [figure.text for figure, _sources in checked] == ["48,219"]
     assert not unheld_figures(doc, tmp_path)
 
 
