@@ -139,3 +139,9 @@ def run_main(monkeypatch, module, estate, options, clock=None):
     with patch_module_args(args), pytest.raises(Finished) as finished:
         module.main()
     return finished.value
+
+
+def run_polling(monkeypatch, module, estate, defaults, between_looks=None, **options):
+    """run_main for a module that polls, on a Clock running ``between_looks``: (outcome, clock)."""
+    clock = Clock(between_looks)
+    return run_main(monkeypatch, module, estate, dict(defaults, **options), clock), clock

@@ -3,10 +3,12 @@ its first look has been delivered, whatever arrived since; a link whose counters
 the module against stub brokers: when the source is drained, what it names when it is not, which links and queues
 count."""
 
+import pytest
+
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import AuthenticationRefused
 from ansible_collections.continuity.artemis.plugins.modules import artemis_drain_check
 from ansible_collections.continuity.artemis.plugins.modules.artemis_drain_check import still_to_deliver
-from support.replication_stub import Clock, Estate, StubBroker, link, run_main
+from support.replication_stub import Estate, StubBroker, link, run_polling
 
 LINK = "dc2-node1/dc1_all"
 
@@ -48,10 +50,7 @@ def _estate(source_links=None, source_queues=None, target_queues=None, **target)
 
 
 def _drain(monkeypatch, estate, between_looks=None, **options):
-    clock = Clock(between_looks)
-    outcome = run_main(monkeypatch, artemis_drain_check, estate,
-                       dict({"source_datacentre": "dc1", "timeout": 3, "poll_interval": 0.5}, **options), clock)
-    return outcome, clock
+    return run_polling(monkeypatch, artemis_drain_check, estate, {"source_datacentre": "dc1", "timeout": 3, "poll_interval": 0.5}, between_looks, **options)
 
 
 def test_a_source_with_no_backlog_whose_queues_agree_is_drained_at_the_first_look(monkeypatch):
@@ -204,23 +203,18 @@ def test_a_refused_login_fails_at_once_with_the_looks_so_far(monkeypatch):
     assert len(outcome.result["progress"]) == 1
 
 
-def test_a_source_broker_that_answers_but_is_not_started_keeps_the_source_from_draining_and_is_named(monkeypatch):
-    # Nothing of its links or queues can be read, and the comparison leaves out a datacentre without a live broker.
-    estate = Estate(dc1=[StubBroker("dc1-node1", ready=False, links={"dc2_all": link(30)}, queues={"orders": 9})],
-                    dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
+# Nothing of a source broker that answers "not started" can be read (no links, no queues), nor of one that answers as a
+# backup, and the comparison leaves out a datacentre without a live broker: either would look drained at once.
+@pytest.mark.parametrize("source, named", [
+    ([StubBroker("dc1-node1", ready=False, links={"dc2_all": link(30)}, queues={"orders": 9})],
+     "dc1-node1, no live broker at dc1"),
+    ([StubBroker("dc1-node1", live=False, backup=True, links={"dc2_all": link(30)}),
+      StubBroker("dc1-node2", live=False, backup=True)], "no live broker at dc1"),
+], ids=["not started", "backups only"])
+def test_a_source_without_a_started_live_broker_is_not_drained_and_is_named(monkeypatch, source, named):
+    estate = Estate(dc1=source, dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
     outcome, _clock = _drain(monkeypatch, estate)
     assert outcome.failed and not outcome.result["drained"]
-    assert outcome.result["msg"].endswith("unreachable or not started: dc1-node1, no live broker at dc1")
-    outcome, _clock = _drain(monkeypatch, estate, caught_up=True)
-    assert outcome.failed and not outcome.result["drained"]
-
-
-def test_a_source_whose_brokers_all_answer_as_backups_is_not_drained(monkeypatch):
-    estate = Estate(dc1=[StubBroker("dc1-node1", live=False, backup=True, links={"dc2_all": link(30)}),
-                         StubBroker("dc1-node2", live=False, backup=True)],
-                    dc2=[StubBroker("dc2-node1", queues={"orders": 5})])
-    outcome, _clock = _drain(monkeypatch, estate)
-    assert outcome.failed and not outcome.result["drained"]
-    assert outcome.result["msg"].endswith("unreachable or not started: no live broker at dc1")
+    assert outcome.result["msg"].endswith("unreachable or not started: " + named)
     outcome, _clock = _drain(monkeypatch, estate, caught_up=True)
     assert outcome.failed and not outcome.result["drained"]

@@ -3,7 +3,7 @@ links it looks at, and how long it waits."""
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import AuthenticationRefused
 from ansible_collections.continuity.artemis.plugins.modules import artemis_health
-from support.replication_stub import Clock, Estate, StubBroker, link, run_main
+from support.replication_stub import Estate, StubBroker, link, run_polling
 
 GROUPS = [{"name": "all", "addresses": []}]
 
@@ -14,10 +14,7 @@ def _estate():
 
 
 def _health(monkeypatch, estate, between_looks=None, **options):
-    clock = Clock(between_looks)
-    outcome = run_main(monkeypatch, artemis_health, estate,
-                       dict({"datacentre": "dc1", "timeout": 2, "poll_interval": 0.5}, **options), clock)
-    return outcome, clock
+    return run_polling(monkeypatch, artemis_health, estate, {"datacentre": "dc1", "timeout": 2, "poll_interval": 0.5}, between_looks, **options)
 
 
 def _problems(outcome):
