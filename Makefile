@@ -178,10 +178,12 @@ test: setup
 # Drills that take minutes, not part of make test: those in tests/drills build their own test bed and write their
 # figures to tests/drills/results/ (committed with the runs that produced them); the integration tests marked drill
 # run on the shared two-datacentre bed (the RPO measurement through WAN delay and a partition, the broker's own routing
-# reloaded as the inventory adds and removes it).
+# reloaded as the inventory adds and removes it), and the mirror's swapover there and back once more on three
+# datacentres (the third one's relayed copies removed by the swap back).
 drills: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
 	pytest tests/drills
 	pytest tests/integration -m drill
+	TESTBED_DCS=3 pytest tests/integration/test_swapover.py -m drill -k mirror
 	$(MAKE) --no-print-directory molecule
 
 # Faults and operations together under load (docs/chaos.md): the schedule of SEED on a bed of its own (ESTATE 2x2

@@ -294,8 +294,9 @@ class ArtemisManagement(object):
                                        group_by))
 
     def browse(self, address, queue, message_filter='', page_size=200, routing_type='anycast'):
-        """Every message of a queue matching a filter, page by page: messageID, userID and ``properties``
-        (every property, annotation and broker property by its plain name)."""
+        """Every message of a queue matching a filter, page by page: messageID, userID, durable and ``properties``
+        (every property, annotation and broker property by its plain name; a broker property, which filters see,
+        over an annotation of the same name)."""
         found, page = [], 1
         while True:
             rows = self.execute(queue_mbean(self.name, address, queue, routing_type),
@@ -305,9 +306,13 @@ class ArtemisManagement(object):
                 for key, values in row.items():
                     if key.endswith('Properties') and isinstance(values, dict):
                         for name, value in values.items():
-                            properties.setdefault(name.partition('.')[2] or name, value)
+                            area, _dot, plain = name.partition('.')
+                            if area == 'extraProperties':
+                                properties[plain] = value
+                            else:
+                                properties.setdefault(plain or name, value)
                 found.append({'messageID': int(row['messageID']), 'userID': row.get('userID'),
-                              'properties': properties})
+                              'durable': bool(row.get('durable')), 'properties': properties})
             if len(rows) < page_size:
                 return found
             page += 1
@@ -316,15 +321,15 @@ class ArtemisManagement(object):
         """The scheduled messages of a queue (browse does not list them), in the form browse gives."""
         rows = json.loads(self.execute(queue_mbean(self.name, address, queue, routing_type),
                                        'listScheduledMessagesAsJSON') or '[]')
-        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'properties': row}
-                for row in rows]
+        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'durable': bool(row.get('durable')),
+                 'properties': row} for row in rows]
 
     def delivering(self, address, queue, routing_type='anycast'):
         """The messages of a queue being delivered to consumers, not yet acknowledged (browse does not list them)."""
         by_consumer = json.loads(self.execute(queue_mbean(self.name, address, queue, routing_type),
                                               'listDeliveringMessagesAsJSON') or '[]')
-        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'properties': row}
-                for consumer in by_consumer for row in consumer['elements']]
+        return [{'messageID': int(row['messageID']), 'userID': row.get('userID'), 'durable': bool(row.get('durable')),
+                 'properties': row} for consumer in by_consumer for row in consumer['elements']]
 
     def move_message(self, address, queue, message_id, to_queue):
         """Move one message of an anycast queue into the queue ``to_queue`` only (Artemis routes the copy to that

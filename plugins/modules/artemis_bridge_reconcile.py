@@ -98,100 +98,11 @@ removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    ORIGIN_PROPERTY, SOURCE_ID_PROPERTY, EstateError, identity_prefixes)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import (
+    BRIDGE_IDENTITY, CopiesError, Datacentre)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import EstateError, identity_prefixes
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, BrokerNotReady, BrokerUnreachable, ManagementError, management_argument_spec,
-    require_at_least)
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
-
-# Ranges OR-ed into one removal filter: one call per this many ranges.
-RANGES_PER_FILTER = 50
-
-
-class ReconcileError(Exception):
-    pass
-
-
-def identity(message, datacentre):
-    """(datacentre of production, the source's message id) of a message held at ``datacentre``."""
-    properties = message['properties']
-    source_id = properties.get(SOURCE_ID_PROPERTY)
-    return (properties.get(ORIGIN_PROPERTY) or datacentre,
-            int(source_id) if source_id not in (None, '') else message['messageID'])
-
-
-def removal(held, kept, datacentre):
-    """What to remove from the messages ``held`` at ``datacentre`` so that it keeps only the identities ``kept``:
-    (Artemis filters, each for some ranges of stamped identities; ids of the unstamped messages to remove one by
-    one). Ranges are taken in identity order over the held messages and the kept identities together, so a range
-    never spans an identity to keep, even one whose copy arrives after the look."""
-    stamped, unstamped = {}, []
-    for origin, source_id in kept:
-        stamped.setdefault(origin, {})[source_id] = True
-    for message in held:
-        origin, source_id = identity(message, datacentre)
-        keep = (origin, source_id) in kept
-        if message['properties'].get(SOURCE_ID_PROPERTY) in (None, ''):
-            if not keep:
-                unstamped.append(message['messageID'])
-            continue
-        stamped.setdefault(origin, {}).setdefault(source_id, keep)
-    clauses = []
-    for origin in sorted(stamped):
-        ranges, start, end = [], None, None
-        for source_id in sorted(stamped[origin]):
-            if stamped[origin][source_id]:
-                if start is not None:
-                    ranges.append((start, end))
-                start = None
-                continue
-            start, end = (source_id if start is None else start), source_id
-        if start is not None:
-            ranges.append((start, end))
-        origin_clause = ("%s IS NULL" % ORIGIN_PROPERTY if origin == datacentre
-                         else "%s = '%s'" % (ORIGIN_PROPERTY, origin.replace("'", "''")))
-        clauses += ['(%s AND %s BETWEEN %d AND %d)' % (origin_clause, SOURCE_ID_PROPERTY, low, high)
-                    for low, high in ranges]
-    filters = [' OR '.join(clauses[index:index + RANGES_PER_FILTER])
-               for index in range(0, len(clauses), RANGES_PER_FILTER)]
-    return filters, unstamped
-
-
-class Datacentre(object):
-    """The live brokers of one datacentre that hold queues under the prefixes."""
-
-    def __init__(self, name, clients, prefixes):
-        self.name = name
-        self.live = []
-        for client in clients:
-            try:
-                if client.status()['live']:
-                    self.live.append(client)
-            except (BrokerUnreachable, BrokerNotReady):
-                continue
-        if not self.live:
-            raise ReconcileError('datacentre %s has no live broker that answers' % name)
-        self.queues = {}
-        for client in self.live:
-            for queue in client.queues():
-                if is_application_queue(queue) and queue['address'].startswith(tuple(prefixes)):
-                    self.queues.setdefault(queue['name'], []).append((client, queue))
-
-    def messages(self, name):
-        """[(client, queue, message)] of every message the datacentre's queue ``name`` holds: browsed, scheduled and
-        being delivered (not acknowledged yet)."""
-        found = []
-        for client, queue in self.queues.get(name, []):
-            address, routing_type = queue['address'], queue['routingType'].lower()
-            for message in (client.browse(address, name, page_size=1000, routing_type=routing_type)
-                            + client.scheduled(address, name, routing_type=routing_type)
-                            + client.delivering(address, name, routing_type=routing_type)):
-                found.append((client, queue, message))
-        return found
-
-    def identities(self, name):
-        return set(identity(message, self.name) for _client, _queue, message in self.messages(name))
+    ArtemisManagement, ManagementError, management_argument_spec, require_at_least)
 
 
 def reconcile_queue(module, name, source, target, source_fenced):
@@ -204,15 +115,15 @@ def reconcile_queue(module, name, source, target, source_fenced):
         # browse and the list of deliveries is seen.
         held = target.messages(name)
         kept = source.identities(name) | source.identities(name)
-    unknown = kept - set(identity(message, target.name) for _client, _queue, message in held)
+    unknown = kept - set(target.identity(client, message) for client, _queue, message in held)
     # The source's copies of the target's own originals that the target no longer holds: consumed at the target
     # before an abrupt failover took the group away (copies never cross back). They are not brought back.
-    consumed_at_target = set(entry for entry in unknown if entry[0] == target.name)
+    consumed_at_target = set(entry for entry in unknown if target.is_origin(entry[0]))
     missing = unknown - consumed_at_target
     if source_fenced and missing:
-        raise ReconcileError('queue %s: %s holds %d messages that %s does not (the bridges have not delivered '
-                             'everything), for example %s' % (name, source.name, len(missing), target.name,
-                                                              sorted(missing)[:3]))
+        raise CopiesError('queue %s: %s holds %d messages that %s does not (the bridges have not delivered '
+                          'everything), for example %s' % (name, source.name, len(missing), target.name,
+                                                           sorted(missing)[:3]))
     kept -= consumed_at_target
     entry = {'queue': name, 'held_at_source': len(kept), 'held_before': len(held), 'removed': 0,
              'consumed_at_target_before': len(consumed_at_target)}
@@ -220,21 +131,14 @@ def reconcile_queue(module, name, source, target, source_fenced):
         messages = [message for holder, _queue, message in held if holder is client]
         if module.check_mode:
             entry['removed'] += len([message for message in messages
-                                     if identity(message, target.name) not in kept])
+                                     if target.identity(client, message) not in kept])
             continue
-        filters, unstamped = removal(messages, kept, target.name)
-        routing_type = queue['routingType'].lower()
-        for message_filter in filters:
-            entry['removed'] += int(client.remove_messages(queue['address'], queue['name'], message_filter,
-                                                           routing_type=routing_type))
-        for message_id in unstamped:
-            entry['removed'] += 1 if client.remove_message(queue['address'], queue['name'], message_id,
-                                                           routing_type=routing_type) else 0
+        entry['removed'] += target.remove(client, queue, messages, kept)
     if source_fenced and not module.check_mode:
-        after = sorted(identity(message, target.name) for _client, _queue, message in target.messages(name))
+        after = sorted(target.identities(name))
         if after != sorted(kept):
-            raise ReconcileError('queue %s: after removing %d messages %s holds %d, not the %d %s holds'
-                                 % (name, entry['removed'], target.name, len(after), len(kept), source.name))
+            raise CopiesError('queue %s: after removing %d messages %s holds %d, not the %d %s holds'
+                              % (name, entry['removed'], target.name, len(after), len(kept), source.name))
     return entry
 
 
@@ -257,14 +161,15 @@ def run_module(module, client_for=ArtemisManagement.from_params):
 
     def datacentre(name):
         return Datacentre(name, [client_for(broker, params) for broker in params['brokers']
-                                 if broker['datacentre'] == name], prefixes)
+                                 if broker['datacentre'] == name],
+                          lambda queue: queue['address'].startswith(tuple(prefixes)), BRIDGE_IDENTITY)
     try:
         source, target = datacentre(params['source_datacentre']), datacentre(params['target_datacentre'])
         for name in sorted(set(source.queues) | set(target.queues)):
             entry = reconcile_queue(module, name, source, target, params['source_fenced'])
             outcome['queues'].append(entry)
             outcome['removed'] += entry['removed']
-    except (ReconcileError, ManagementError) as exc:
+    except (CopiesError, ManagementError) as exc:
         module.fail_json(msg='%s (what was done so far is in the result)' % exc, **outcome)
     module.exit_json(changed=bool(outcome['removed']), **outcome)
 

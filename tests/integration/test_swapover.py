@@ -84,9 +84,7 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
 
         # With three datacentres, on bridges: the one not swapped got every message once from whichever owned it
         # then, and nothing came back round. Acknowledgements do not cross a bridge, so it holds a copy of each until
-        # its own swapover or reconcile.yml removes those. (A mirror group's star around its owner does not follow a
-        # swapover: the third datacentre gets the new active site's events as the old owner relays them, and under
-        # load not every acknowledgement, so it keeps consumed messages and the swap back refuses; see docs/engines.md.)
+        # its own swapover or reconcile.yml removes those.
         for other in estate.passive(source) if bridged else ():
             if other.dc == target:
                 continue
@@ -97,9 +95,24 @@ def test_swapovers_there_and_back_under_load_lose_nothing_and_duplicate_nothing(
             time.sleep(5)
             assert low <= other.message_count(queue) <= high, f"drill {drill}: {queue} at {other.dc}"
 
+        # A mirror group's star around its owner does not follow a swapover: with three datacentres the third one
+        # gets the new active site's events as the old owner relays them, and under load not every acknowledgement
+        # (docs/engines.md). The swap back removes the copies it kept of what was consumed (artemis_mirror_reconcile):
+        # once the owner is active again, it holds none.
+        if not bridged and len(estate.passive(source)) > 1 and target == "dc1":
+            for other in estate.passive(target):
+                amqp.wait_for(lambda node=other: node.message_count(queue), lambda count: count == 0, timeout=60,
+                              description=f"drill {drill}: {queue} at {other.dc} holding nothing")
+
         events = _events_since(started_at, source, target)
-        assert [event["phase"] for event in events] == ["started", "fenced", "reconciled"] + (
+        phases = [event["phase"] for event in events]
+        mirrors_reconciled = [event for event in events if event["phase"] == "reconciled_mirrors"]
+        assert [phase for phase in phases if phase != "reconciled_mirrors"] == ["started", "fenced", "reconciled"] + (
             ["reconciled_bridges"] if bridged else []) + ["drained", "activated", "verified"]
+        if mirrors_reconciled:
+            assert phases.index("reconciled_mirrors") == phases.index("reconciled") + 1, phases
+            estate.record_timing(f"{label}.drill{drill}.mirror_copies_removed_msgs",
+                                 int(mirrors_reconciled[0]["details"]["removed"]))
         reconciled = next(event for event in events if event["phase"] == "reconciled")["details"]
         assert int(reconciled["kept"]) == 0, reconciled  # standalone brokers: no message ever finds no queue
         if bridged:

@@ -276,3 +276,19 @@ def test_numbers_below_their_minimum_are_named_with_their_value():
     with pytest.raises(AssertionError, match=r"^timeout must be at least 1 \(got -5\); tolerance must be at least 0 "
                                              r"\(got -1\)$"):
         require_at_least(FakeModule(timeout=-5, tolerance=-1), timeout=1, tolerance=0)
+
+
+def test_a_browsed_mirror_copy_gives_its_broker_properties_over_its_annotations_and_says_whether_it_is_durable(
+        jolokia):
+    # As Artemis 2.56 browses a copy the mirror brought (its annotations as the source sent them, then the broker
+    # properties the target stored, which filters see).
+    row = {"messageID": "2147512716", "userID": "ID:a-1", "durable": True,
+           "LongProperties": {"messageAnnotations.x-opt-amq-mr-id": 1, "extraProperties.x-opt-amq-mr-id": 69061,
+                              "applicationProperties.seq": 2872},
+           "StringProperties": {"extraProperties.x-opt-amq-bkr-id": "dc1+", "applicationProperties.producer": "a"}}
+    jolokia.answer = (200, {"status": 200, "value": [row, dict(row, messageID="7", durable=False)]})
+    first, second = _client(jolokia).browse("q", "q")
+    assert first == {"messageID": 2147512716, "userID": "ID:a-1", "durable": True,
+                     "properties": {"x-opt-amq-mr-id": 69061, "seq": 2872, "x-opt-amq-bkr-id": "dc1+",
+                                    "producer": "a"}}
+    assert second["durable"] is False

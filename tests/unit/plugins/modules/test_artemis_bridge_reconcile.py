@@ -6,9 +6,20 @@ import re
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.modules.artemis_bridge_reconcile import (
-    identity, removal, run_module)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import BRIDGE_IDENTITY
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import removal as _removal
+from ansible_collections.continuity.artemis.plugins.modules.artemis_bridge_reconcile import run_module
 from support.module_stub import Exited, StubModule
+from support.queue_stub import StubQueues
+
+
+def identity(message, datacentre):
+    return BRIDGE_IDENTITY.of(message, datacentre)
+
+
+def removal(held, kept, datacentre):
+    return _removal(held, kept, datacentre, BRIDGE_IDENTITY)
+
 
 GROUPS = [{"name": "all", "addresses": []},
           {"name": "books", "addresses": ["books."], "mode": "full_state", "engine": "bridge"}]
@@ -34,39 +45,18 @@ def _matches(message_filter, message):
     return False
 
 
-class StubBroker:
+class StubBroker(StubQueues):
+    matches = staticmethod(_matches)
+
     def __init__(self, name, datacentre, queues, live=True):
+        super().__init__(queues)
         self.name, self.datacentre, self.live = name, datacentre, live
-        self.contents = queues  # queue name -> [message]
-        self.in_delivery = {}  # queue name -> [message], delivered and not acknowledged
-        self.calls = []
 
     def status(self):
         return {"live": self.live}
 
     def queues(self):
         return [{"name": name, "address": name, "routingType": "ANYCAST"} for name in self.contents]
-
-    def browse(self, address, queue, message_filter="", page_size=200, routing_type="anycast"):
-        return list(self.contents[queue])
-
-    def scheduled(self, address, queue, routing_type="anycast"):
-        return []
-
-    def delivering(self, address, queue, routing_type="anycast"):
-        return list(self.in_delivery.get(queue, []))
-
-    def remove_messages(self, address, queue, message_filter, routing_type="anycast"):
-        self.calls.append(("filter", queue))
-        before = self.contents[queue]
-        self.contents[queue] = [m for m in before if not _matches(message_filter, m)]
-        return len(before) - len(self.contents[queue])
-
-    def remove_message(self, address, queue, message_id, routing_type="anycast"):
-        self.calls.append(("id", queue, message_id))
-        before = self.contents[queue]
-        self.contents[queue] = [m for m in before if m["messageID"] != message_id]
-        return len(before) != len(self.contents[queue])
 
 
 def _run(source, target, groups=("books",), check_mode=False, source_fenced=True):
