@@ -186,12 +186,20 @@ def run_regression(name: str, directory: str, before: bool = False) -> dict:
                lock_manager=bed.get("lock_manager", True), inventory_vars=bed.get("inventory"))
 
 
+def code_version() -> str:
+    """The commit the collection's playbooks and modules ran from (the run reads the working tree as it goes), and
+    whether the tree differed from it."""
+    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: bool = False,
         steps: list[schedule.Step] | None = None, name: str | None = None, lock_manager: bool = True,
         inventory_vars: dict | None = None) -> dict:
     """Carry out the schedule of ``seed`` (or the fixed ``steps`` of a regression schedule called ``name``) and
     judge the history; the summary is also written to the run's directory and to RESULTS."""
     steps = steps if steps is not None else schedule.plan(seed, estate_name, duration)
+    code_at_start = code_version()
     name = name or f"{estate_name}-seed{seed}" + ("" if float(duration) == 1200 else f"-{float(duration):g}s")
     os.makedirs(directory, exist_ok=True)
     history_path = os.path.join(directory, "history.jsonl")
@@ -249,7 +257,8 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
             writer.write("measurement", name="replication_report", scope="end", value=report)
         keep_broker_logs(estate, directory)
     verdicts = checker.check(history.read(history_path))
-    summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration, "steps": len(steps),
+    summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration,
+               "code": {"at_start": code_at_start, "at_end": code_version()}, "steps": len(steps),
                "overlapping_steps": schedule.overlapping(steps), "workers_crashed": crashed,
                "holds": all(verdict["holds"] for verdict in verdicts) and not crashed,
                "findings": world.findings, "verdicts": verdicts}
