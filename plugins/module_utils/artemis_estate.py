@@ -165,6 +165,12 @@ def full_state_groups(groups):
     return [group['name'] for group in normalise_groups(groups, None) if _is_owned(group)]
 
 
+def full_state_mirror_groups(groups, names):
+    """Those of the groups ``names`` that are full_state on the mirror engine (acknowledgements cross)."""
+    return [group['name'] for group in normalise_groups(groups, None)
+            if group['name'] in names and group['engine'] == MIRROR and group['mode'] == FULL_STATE]
+
+
 def group_of_address(groups, address, active_datacentre):
     """The (normalised) group an address belongs to: the one with the longest of its prefixes that the address
     starts with, else the catch-all group (no prefixes), else None."""

@@ -99,7 +99,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import (
     MIRROR_IDENTITY, CopiesError, Datacentre)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    FULL_STATE, MIRROR, MIRROR_QUEUE_PREFIX, EstateError, drain_scope, mirror_connection_name, normalise_groups)
+    MIRROR_QUEUE_PREFIX, EstateError, drain_scope, full_state_mirror_groups, mirror_connection_name)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -159,9 +159,7 @@ def run_module(module, client_for=ArtemisManagement.from_params, clock=time):
     outcome = {'queues': [], 'removed': 0, 'unanswered': []}
     datacentres = sorted(set(broker['datacentre'] for broker in params['brokers']))
     try:
-        mirrored = [group['name'] for group in normalise_groups(params['address_groups'], None)
-                    if group['name'] in params['groups'] and group['engine'] == MIRROR
-                    and group['mode'] == FULL_STATE]
+        mirrored = full_state_mirror_groups(params['address_groups'], params['groups'])
         scope = drain_scope(params['address_groups'], mirrored, datacentres)
     except EstateError as exc:
         module.fail_json(msg='address_groups: %s' % exc)
