@@ -463,7 +463,15 @@ class World:
                 process.wait(timeout=interrupt["after"] if interrupt else 1800)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, getattr(signal, interrupt["signal"]) if interrupt else signal.SIGKILL)
-                process.wait(timeout=120)
+                try:
+                    process.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    # As an operator would after a Ctrl-C that does not end the play (ansible-core 2.19 once hung
+                    # in a worker: "Could not detach from stdio", 2 x 2 seed 3).
+                    self.finding(f"operation {name}: ansible-playbook still ran 120 s after "
+                                 f"{interrupt['signal'] if interrupt else 'SIGKILL'}; killed")
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=60)
         with open(out_path) as handle:
             process.output = handle.read()
         return process
