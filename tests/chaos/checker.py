@@ -19,7 +19,8 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
                             is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were; one the run interrupted is resumed by the next, which ends done
-    measurement_agrees      what the product published as lost is what the history lost
+    measurement_agrees      per abrupt failover, the RPO/RTO job's published loss, duplicates, RPO and RTO over a
+                            drill ledger of it are what the history says of the same ledger
 """
 
 from __future__ import annotations
@@ -93,6 +94,34 @@ class Run:
     def lost(self) -> set[str]:
         return set(self.accepted) - set(self.deliveries)
 
+    def failover_cut(self, span: dict) -> dict:
+        """An abrupt failover as a drill ledger of it sees it: its source, the fault (its start), and the end of
+        what the ledger holds (the start of the first failback after it, else the history's end)."""
+        fault = span["start"]["t"]
+        failbacks = [other["start"]["t"] for other in self.operations.values()
+                     if other["name"] == "failback" and other["start"] and other["start"]["t"] > fault]
+        return {"id": span["id"], "source": span["start"]["args"].get("failover_source"), "fault": fault,
+                "until": min(failbacks, default=self.last)}
+
+    def failover_ledger(self, cut: dict) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+        """The messages accepted before the fault ({id: send}) and their deliveries until the cut's end."""
+        accepted = {message_id: sent for message_id, sent in self.accepted.items() if sent["t"] < cut["fault"]}
+        deliveries = {message_id: [event for event in self.deliveries.get(message_id, []) if event["t"] < cut["until"]]
+                      for message_id in accepted}
+        return accepted, deliveries
+
+    def failover_outcome(self, cut: dict) -> dict:
+        """What the history says of a failover's ledger: lost (accepted before the fault, not delivered by the
+        failback), deliveries beyond the first, the RPO in time (the fault minus the oldest lost acceptance) and the
+        RTO (the fault to the first delivery at another datacentre)."""
+        accepted, deliveries = self.failover_ledger(cut)
+        lost = [sent["t"] for message_id, sent in accepted.items() if not deliveries[message_id]]
+        recovered = [event["t"] for events in deliveries.values() for event in events
+                     if event["t"] > cut["fault"] and event.get("datacentre") != cut["source"]]
+        return {"lost": len(lost), "duplicates": sum(max(len(events) - 1, 0) for events in deliveries.values()),
+                "rpo_seconds": cut["fault"] - min(lost) if lost else 0.0,
+                "rto_seconds": min(recovered) - cut["fault"] if recovered else None}
+
 
 def _verdict(run: Run, name: str, broken: list[dict], counted: dict) -> dict:
     return {"invariant": name, "holds": not broken, "counted": counted, "broken": broken[:MAX_ITEMS],
@@ -100,7 +129,7 @@ def _verdict(run: Run, name: str, broken: list[dict], counted: dict) -> dict:
             "replay": run.replay if broken else ""}
 
 
-def _abrupt_failovers(run: Run) -> list[dict]:
+def abrupt_failovers(run: Run) -> list[dict]:
     return [span for span in run.operations.values()
             if span["name"] == "failover" and span["start"] and span["start"].get("args", {}).get("abrupt")]
 
@@ -112,7 +141,7 @@ def no_loss(run: Run) -> dict:
     for message_id in sorted(run.lost(), key=lambda found: run.accepted[found]["t"]):
         sent = run.accepted[message_id]
         allowing = None
-        for failover in _abrupt_failovers(run):
+        for failover in abrupt_failovers(run):
             started = failover["start"]["t"]
             window = float(failover["start"]["args"].get("loss_window_s", 0))
             recovered_by = min([t for t in failbacks if t > started], default=None)
@@ -264,15 +293,39 @@ def operations_end_cleanly(run: Run) -> dict:
     return _verdict(run, "operations_end_cleanly", broken, counted)
 
 
+# Seconds: the job and the checker subtract the same times, in doubles both.
+MEASURED_TIME_TOLERANCE = 0.001
+
+
 def measurement_agrees(run: Run) -> dict:
-    broken, checked = [], 0
-    lost = len(run.lost())
-    for event in run.events:
-        if event["kind"] == "measurement" and event.get("name") == "lost" and event.get("scope") == "run":
-            checked += 1
-            if event.get("value") != lost:
-                broken.append({"t": event["t"], "why": f"published {event.get('value')} lost, the history lost {lost}"})
-    return _verdict(run, "measurement_agrees", broken, {"measurements_checked": checked})
+    """Per abrupt failover, what the RPO/RTO job published from its drill ledger (measurement ``failover``, scope
+    the failover's id) is what the history says of the same ledger; the job's estimate before the fault and the
+    replication backlog the failover was told of stand beside it, counted, not judged (estimates)."""
+    broken, failovers = [], {}
+    published = {event.get("scope"): event for event in run.events
+                 if event["kind"] == "measurement" and event.get("name") == "failover"}
+    for span in abrupt_failovers(run):
+        cut = run.failover_cut(span)
+        truth = run.failover_outcome(cut)
+        value = (published.get(span["id"]) or {}).get("value")
+        failovers[span["id"]] = dict(truth, published=value,
+                                     replication_backlog=(span["end"] or {}).get("at_risk"))
+        if not isinstance(value, dict) or value.get("error"):
+            why = value.get("error") if isinstance(value, dict) else "nothing was published for it"
+            broken.append({"t": cut["fault"], "id": span["id"], "why": f"the measurement: {why}"})
+            continue
+        for name in ("lost", "duplicates"):
+            if value.get(name) != truth[name]:
+                broken.append({"t": cut["fault"], "id": span["id"],
+                               "why": f"published {value.get(name)} {name}, the history has {truth[name]}"})
+        for name in ("rpo_seconds", "rto_seconds"):
+            mine, theirs = truth[name], value.get(name)
+            if (mine is None) != (theirs is None) or (
+                    mine is not None and abs(mine - theirs) > MEASURED_TIME_TOLERANCE):
+                broken.append({"t": cut["fault"], "id": span["id"],
+                               "why": f"published {name} {theirs}, the history has {mine}"})
+    return _verdict(run, "measurement_agrees", broken, {"failovers_checked": len(failovers),
+                                                        "failovers": failovers})
 
 
 INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_live_broker, pair_takes_over,

@@ -3,8 +3,9 @@
 Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
 
     schedule     seed, estate, duration_s                                the first line: how to replay the run
-    send         client, group, id, outcome (accepted | rejected | uncertain); a message every datacentre consumes
-                 a copy of (messages_only) is one send per copy, ``id@datacentre``, as are its deliveries
+    send         client, group, id, outcome (accepted | rejected | uncertain), datacentre (its broker's); a
+                 message every datacentre consumes a copy of (messages_only) is one send per copy,
+                 ``id@datacentre``, as are its deliveries
     delivery     client, group, datacentre, id                           a consumer accepted the message
     fault        name, phase (start | end), id, args                     e.g. partition, kill, stop, power_off
     operation    name, phase (start | end), id, args; at the end outcome (done | refused | failed | interrupted:
@@ -13,7 +14,10 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
     activity     group, mode, active                                     where the estate says the group is active
     brokers      datacentre, live, silent, brokers                       its brokers that answer as live, those that
                                                                          do not answer, and all of them
-    measurement  name, scope, value                                      what the product published (lost, ...)
+    measurement  name, scope, value                                      what the product reported: the RPO/RTO
+                                                                         job's figures for an abrupt failover's
+                                                                         drill ledger (failover, its id), each
+                                                                         broker's replication report (at the end)
 
 What the design allows is carried by the events that allow it, never by the checker's mood: an abrupt failover
 (operation ``failover`` with ``args.abrupt``) says how many messages it puts at risk (``at_risk`` at its end) and

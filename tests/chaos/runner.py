@@ -22,10 +22,11 @@ import time
 import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
-from chaos import checker, history, schedule
+from chaos import checker, history, measure, schedule
 from chaos.regressions import REGRESSIONS
 from chaos.world import World
 from support.estate import REPO_ROOT, Estate, layout_inventory
+from support.measurement import Measurement
 
 RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results", "chaos")
 RATE = 20              # msg/s per producer: 2 CPUs carry the bed, the load and the controller
@@ -130,13 +131,16 @@ class Load:
     def write_history(self, writer: history.Writer):
         """Every send and delivery, from the ledgers. A messages_only message is expected once at every
         datacentre: its copies are ``id@datacentre``."""
+        datacentre_of = {node.amqp_url: node.dc for node in self.world.estate.nodes}
         for entry in self.workers:
             producer = entry["producer"]
             for record in producer.ledger():
                 outcome = record.outcome if record.outcome != "pending" else "uncertain"
+                # Each new connection of a producer takes the next URL of its failover list.
+                datacentre = datacentre_of[producer.urls[(record.connection - 1) % len(producer.urls)]]
                 for suffix in ([f"@{dc}" for dc in entry["copies"]] if entry["copies"] else [""]):
                     writer.write("send", t=record.settled_at or record.sent_at, client=producer.name,
-                                 group=entry["group"], id=record.id + suffix, outcome=outcome)
+                                 group=entry["group"], id=record.id + suffix, outcome=outcome, datacentre=datacentre)
             for dc, consumer in entry["consumers"]:
                 for record in consumer.ledger():
                     if record.accepted_at is None or record.id is None:
@@ -216,6 +220,9 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
                      steps=[step.__dict__ for step in steps])
         load = Load(world, uuid.uuid4().hex[:6])
         load.start()
+        telemetry = os.path.join(directory, "telemetry")
+        shutil.rmtree(telemetry, ignore_errors=True)
+        measurement = Measurement(estate, telemetry, routes=[], interval=measure.COLLECTOR_INTERVAL_S).__enter__()
         world.redeliveries = PREFETCH * load.consumer_count()
         sampler = threading.Thread(target=world.sample_activity, name="activity", daemon=True)
         sampler.start()
@@ -252,9 +259,16 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         sampler.join(timeout=30)
         supervisor.join(timeout=60)
         crashed = load.stop_consumers()
+        try:
+            measurement.__exit__(None, None, None)
+        except AssertionError as exc:
+            world.finding(str(exc))
         load.write_history(writer)
         for report in world.replication_reports():
             writer.write("measurement", name="replication_report", scope="end", value=report)
+        world.log("run: the RPO/RTO job over each abrupt failover's ledger")
+        writer.write_all(measure.failovers(history.read(history_path), telemetry,
+                                           os.path.join(directory, "measurement")))
         keep_broker_logs(estate, directory)
     verdicts = checker.check(history.read(history_path))
     summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration,
