@@ -7,40 +7,25 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_plan, artemis_estate
 
 
 def estate(address_groups, datacentres, active_datacentre, external_brokers=None):
     """Everything the address groups (and the exports to ``external_brokers``) mean for the datacentres, as one
     mapping."""
     try:
-        return {
-            'groups': artemis_estate.normalise_groups(address_groups, active_datacentre),
-            'owned_groups': artemis_estate.owned_groups(address_groups, datacentres, active_datacentre),
-            'staging': dict((datacentre, artemis_estate.staging(address_groups, datacentre, active_datacentre))
-                            for datacentre in datacentres),
-            'mirror_connections': artemis_estate.mirror_connections(address_groups, datacentres, active_datacentre),
-            'bridge_links': artemis_estate.bridge_links(address_groups, datacentres, active_datacentre),
-            'links': artemis_estate.replication_links(address_groups, datacentres, active_datacentre),
-            'exports': artemis_estate.exports(address_groups, external_brokers, datacentres, active_datacentre),
-            'origin_property': artemis_estate.ORIGIN_PROPERTY,
-            'inbound_prefix': artemis_estate.INBOUND_ADDRESS_PREFIX,
-            'identity_prefixes': artemis_estate.identity_prefixes(address_groups),
-            'staging_delays': artemis_estate.staging_delays(address_groups),
-            'notice_prefix': artemis_estate.ACK_NOTICE_PREFIX,
-            'uncompared_prefixes': artemis_estate.uncompared_prefixes(address_groups),
-            'bridge_reconciliations': artemis_estate.bridge_reconciliations(address_groups, datacentres,
-                                                                            active_datacentre),
-            'probe_routes': artemis_estate.probe_routes(address_groups, datacentres, active_datacentre),
-            'peer_roles': dict((datacentre, artemis_estate.peer_roles(address_groups, datacentre))
-                               for datacentre in datacentres),
-            'replication_role': artemis_estate.REPLICATION_ROLE,
-            'fence_staging': artemis_estate.fence_staging(address_groups),
-            'activation_address': artemis_estate.ACTIVATION_ADDRESS,
-            'activation_group_property': artemis_estate.ACTIVATION_GROUP_PROPERTY,
-        }
+        return artemis_estate.model(address_groups, datacentres, active_datacentre, external_brokers)
     except artemis_estate.EstateError as exc:
         raise AnsibleFilterError('estate: %s' % exc)
+
+
+def broker_plan(model, host, hosts, settings):
+    """``host``'s part of the estate ``model`` (the estate filter's), with ``hosts`` per datacentre and the
+    replication role's ``settings`` (module_utils/artemis_broker_plan.py)."""
+    try:
+        return artemis_broker_plan.broker_plan(model, host, hosts, settings)
+    except artemis_estate.EstateError as exc:
+        raise AnsibleFilterError('broker_plan: %s' % exc)
 
 
 def restart_order(brokers, address_groups, datacentres, active_datacentre):
@@ -74,5 +59,5 @@ def drain_scope(address_groups, swapped, datacentres):
 
 class FilterModule:
     def filters(self):
-        return {'estate': estate, 'restart_order': restart_order, 'address_group': address_group,
+        return {'estate': estate, 'broker_plan': broker_plan, 'restart_order': restart_order, 'address_group': address_group,
                 'relayed_after_swapover': relayed_after_swapover, 'drain_scope': drain_scope}

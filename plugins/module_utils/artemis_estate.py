@@ -476,3 +476,32 @@ def restart_order(brokers, groups, datacentres, active_datacentre):
         order += [broker['name'] for broker in members if not broker.get('live')]
         order += [broker['name'] for broker in members if broker.get('live')]
     return order
+
+
+def model(groups, datacentres, active_datacentre, external_brokers=None):
+    """Everything the address groups (and the exports to ``external_brokers``) mean for the datacentres, as one
+    mapping: what the replication role derives each broker's plan from (artemis_broker_plan) and what the playbooks
+    publish."""
+    return {
+        'groups': normalise_groups(groups, active_datacentre),
+        'datacentres': list(datacentres),
+        'owned_groups': owned_groups(groups, datacentres, active_datacentre),
+        'staging': dict((datacentre, staging(groups, datacentre, active_datacentre)) for datacentre in datacentres),
+        'mirror_connections': mirror_connections(groups, datacentres, active_datacentre),
+        'bridge_links': bridge_links(groups, datacentres, active_datacentre),
+        'links': replication_links(groups, datacentres, active_datacentre),
+        'exports': exports(groups, external_brokers, datacentres, active_datacentre),
+        'origin_property': ORIGIN_PROPERTY,
+        'inbound_prefix': INBOUND_ADDRESS_PREFIX,
+        'identity_prefixes': identity_prefixes(groups),
+        'staging_delays': staging_delays(groups),
+        'notice_prefix': ACK_NOTICE_PREFIX,
+        'uncompared_prefixes': uncompared_prefixes(groups),
+        'bridge_reconciliations': bridge_reconciliations(groups, datacentres, active_datacentre),
+        'probe_routes': probe_routes(groups, datacentres, active_datacentre),
+        'peer_roles': dict((datacentre, peer_roles(groups, datacentre)) for datacentre in datacentres),
+        'replication_role': REPLICATION_ROLE,
+        'fence_staging': fence_staging(groups),
+        'activation_address': ACTIVATION_ADDRESS,
+        'activation_group_property': ACTIVATION_GROUP_PROPERTY,
+    }
