@@ -105,6 +105,20 @@ def normalise_groups(groups, active_datacentre):
     return normalised
 
 
+def estate_argument_spec(required=True):
+    """The ``address_groups`` option of every module that reads the estate's groups (its documentation: the doc
+    fragment ``continuity.artemis.estate``, or ``continuity.artemis.estate.optional`` when not ``required``)."""
+    return {'address_groups': dict(type='list', elements='dict', required=required, options=dict(
+        name=dict(type='str', required=True),
+        addresses=dict(type='list', elements='str', default=[]),
+        # The model checks the mode and the engine (normalise_groups), naming the group.
+        mode=dict(type='str', default=FULL_STATE),
+        owner=dict(type='str'),
+        engine=dict(type='str', default=MIRROR),
+        staging_delay_ms=dict(type='int'),
+    ))}
+
+
 def reserved_prefix(name):
     """The reserved prefix an address or match starts with, else None."""
     return next((prefix for prefix in RESERVED_PREFIXES if isinstance(name, str) and name.startswith(prefix)), None)

@@ -27,6 +27,7 @@ description:
   - "Fails when a datacentre has no live broker that answers."
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.estate
 options:
   source_datacentre:
     description: The datacentre that was active for the groups (fenced now).
@@ -35,11 +36,6 @@ options:
   target_datacentre:
     description: The datacentre about to become active, whose copies are reconciled.
     type: str
-    required: true
-  address_groups:
-    description: The estate's address groups (C(replication_address_groups)).
-    type: list
-    elements: dict
     required: true
   groups:
     description: Names of the groups being swapped over; those on the bridge engine in mode C(full_state) are
@@ -100,7 +96,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import (
     BRIDGE_IDENTITY, CopiesError, Datacentre)
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import EstateError, identity_prefixes
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    EstateError, estate_argument_spec, identity_prefixes)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, ManagementError, management_argument_spec, require_at_least)
 
@@ -178,9 +175,9 @@ def main():
     argument_spec = management_argument_spec()
     argument_spec.update(source_datacentre=dict(type='str', required=True),
                          target_datacentre=dict(type='str', required=True),
-                         address_groups=dict(type='list', elements='dict', required=True),
                          groups=dict(type='list', elements='str', required=True),
                          source_fenced=dict(type='bool', default=True))
+    argument_spec.update(estate_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1)
     run_module(module)

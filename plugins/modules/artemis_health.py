@@ -20,6 +20,7 @@ description:
     so that an HA pair never loses its last live broker and the next broker waits until this one is back.
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.estate.optional
   - continuity.artemis.management.read_only
 options:
   datacentre:
@@ -35,12 +36,6 @@ options:
     type: list
     elements: str
     default: []
-  address_groups:
-    description:
-      - The estate's address groups (C(replication_address_groups)). With them the links of other datacentres that
-        lead to O(datacentre) are checked too (the estate model knows which connection leads where).
-    type: list
-    elements: dict
   active_datacentre:
     description: The datacentre that owns every group without its own C(owner) (C(replication_active_datacentre)).
     type: str
@@ -118,7 +113,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import EstateError, link_targets
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    EstateError, estate_argument_spec, link_targets)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
@@ -133,7 +129,6 @@ def main():
         datacentre=dict(type='str', required=True),
         live=dict(type='str'),
         absent=dict(type='list', elements='str', default=[]),
-        address_groups=dict(type='list', elements='dict'),
         active_datacentre=dict(type='str'),
         links=dict(type='bool', default=True),
         pending=dict(type='list', elements='str', default=[]),
@@ -141,6 +136,7 @@ def main():
         timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=0.5),
     )
+    argument_spec.update(estate_argument_spec(required=False))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_together=[('address_groups', 'active_datacentre')])
     require_at_least(module, request_timeout=1, timeout=0, poll_interval=0.1, max_backlog=0)

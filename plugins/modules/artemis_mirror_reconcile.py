@@ -30,15 +30,11 @@ description:
     towards it; the source must answer."
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.estate
 options:
   source_datacentre:
     description: The datacentre whose queues are the truth (the swapover's fenced source).
     type: str
-    required: true
-  address_groups:
-    description: The estate's address groups (C(replication_address_groups)).
-    type: list
-    elements: dict
     required: true
   groups:
     description: Names of the groups to reconcile; those on the mirror engine in mode C(full_state) are, the others
@@ -99,7 +95,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import (
     MIRROR_IDENTITY, CopiesError, Datacentre)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    MIRROR_QUEUE_PREFIX, EstateError, drain_scope, full_state_mirror_groups, mirror_connection_name)
+    MIRROR_QUEUE_PREFIX, EstateError, drain_scope, estate_argument_spec, full_state_mirror_groups,
+    mirror_connection_name)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -201,9 +198,9 @@ def run_module(module, client_for=ArtemisManagement.from_params, clock=time):
 def main():
     argument_spec = management_argument_spec()
     argument_spec.update(source_datacentre=dict(type='str', required=True),
-                         address_groups=dict(type='list', elements='dict', required=True),
                          groups=dict(type='list', elements='str', required=True),
                          timeout=dict(type='int', default=120))
+    argument_spec.update(estate_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1)
     run_module(module)

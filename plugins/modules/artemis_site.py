@@ -30,6 +30,7 @@ description:
     O(force=true). Every broker of the datacentre must be reachable; nothing changes otherwise."
 extends_documentation_fragment:
   - continuity.artemis.management
+  - continuity.artemis.estate
 options:
   datacentre:
     description: The datacentre to activate or fence. O(brokers) also lists the others, for the fencing check.
@@ -40,37 +41,6 @@ options:
     type: str
     choices: [active, passive]
     required: true
-  address_groups:
-    description: The estate's address groups, as in C(replication_address_groups).
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      name:
-        description: Group name.
-        type: str
-        required: true
-      addresses:
-        description: Address prefixes of the group; empty for the catch-all group.
-        type: list
-        elements: str
-        default: []
-      mode:
-        description: What is replicated; only C(full_state) groups are staged and activated.
-        type: str
-        choices: [full_state, messages_only]
-        default: full_state
-      owner:
-        description: The datacentre that owns the group (informational here).
-        type: str
-      engine:
-        description: What carries the group across (informational here).
-        type: str
-        choices: [mirror, bridge]
-        default: mirror
-      staging_delay_ms:
-        description: A group active at every datacentre, with this staging delay; it is never fenced or activated.
-        type: int
   groups:
     description: Names of the groups to activate or fence. Default every C(full_state) group.
     type: list
@@ -192,8 +162,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     as_json, check_address, differs, group_address_settings)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    ACTIVATION_ADDRESS, ACTIVATION_AT_PROPERTY, ACTIVATION_DATACENTRE_PROPERTY, ACTIVATION_GROUP_PROPERTY, ENGINES,
-    FULL_STATE, MIRROR, MODES, REPLICATION_ROLE, full_state_groups, peer_roles, prefix_entries)
+    ACTIVATION_ADDRESS, ACTIVATION_AT_PROPERTY, ACTIVATION_DATACENTRE_PROPERTY, ACTIVATION_GROUP_PROPERTY,
+    REPLICATION_ROLE, estate_argument_spec, full_state_groups, peer_roles, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, MBeanNotFound, ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
@@ -362,14 +332,6 @@ def argument_spec():
     spec.update(
         datacentre=dict(type='str', required=True),
         state=dict(type='str', required=True, choices=['active', 'passive']),
-        address_groups=dict(type='list', elements='dict', required=True, options=dict(
-            name=dict(type='str', required=True),
-            addresses=dict(type='list', elements='str', default=[]),
-            mode=dict(type='str', choices=list(MODES), default=FULL_STATE),
-            owner=dict(type='str'),
-            engine=dict(type='str', choices=list(ENGINES), default=MIRROR),
-            staging_delay_ms=dict(type='int'),
-        )),
         groups=dict(type='list', elements='str'),
         roles=dict(type='list', elements='dict', required=True),
         address_settings=dict(type='list', elements='dict'),
@@ -379,6 +341,7 @@ def argument_spec():
         force=dict(type='bool', default=False),
         delivery_timeout=dict(type='int', default=30),
     )
+    spec.update(estate_argument_spec())
     return spec
 
 
