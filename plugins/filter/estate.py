@@ -19,6 +19,15 @@ def estate(address_groups, datacentres, active_datacentre, external_brokers=None
         raise AnsibleFilterError('estate: %s' % exc)
 
 
+def estate_errors(address_groups, datacentres, active_datacentre, external_brokers=None):
+    """What makes the address groups (and the exports to ``external_brokers``) no estate: [] when nothing does."""
+    try:
+        artemis_estate.model(address_groups, datacentres, active_datacentre, external_brokers)
+    except artemis_estate.EstateError as exc:
+        return [str(exc)]
+    return []
+
+
 def broker_plan(model, host, hosts, settings):
     """``host``'s part of the estate ``model`` (the estate filter's), with ``hosts`` per datacentre and the
     replication role's ``settings`` (module_utils/artemis_broker_plan.py)."""
@@ -59,5 +68,6 @@ def drain_scope(address_groups, swapped, datacentres):
 
 class FilterModule:
     def filters(self):
-        return {'estate': estate, 'broker_plan': broker_plan, 'restart_order': restart_order, 'address_group': address_group,
+        return {'estate': estate, 'estate_errors': estate_errors, 'broker_plan': broker_plan,
+                'restart_order': restart_order, 'address_group': address_group,
                 'relayed_after_swapover': relayed_after_swapover, 'drain_scope': drain_scope}

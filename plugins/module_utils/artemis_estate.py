@@ -19,6 +19,8 @@ through the
 
 from __future__ import annotations
 
+import re
+
 FULL_STATE = 'full_state'
 MESSAGES_ONLY = 'messages_only'
 MODES = (FULL_STATE, MESSAGES_ONLY)
@@ -73,16 +75,43 @@ ACTIVATION_DATACENTRE_PROPERTY = 'continuity_active_datacentre'
 ACTIVATION_AT_PROPERTY = 'continuity_activated_at'
 
 
+GROUP_NAME = re.compile(r'^[A-Za-z0-9-]+$')
+
+
 class EstateError(ValueError):
     """The inventory's datacentres or address groups do not make an estate; the message names what is wrong."""
 
 
+def _check_group_set(groups):
+    """Names and prefixes that make one estate: a group each, at most one catch-all, a prefix in one group."""
+    names = [group['name'] for group in groups]
+    twice = sorted(set(name for name in names if names.count(name) > 1))
+    if twice:
+        raise EstateError('address groups need unique names; %s is the name of more than one' % ', '.join(twice))
+    catch_alls = [group['name'] for group in groups if not group['addresses']]
+    if len(catch_alls) > 1:
+        raise EstateError('at most one address group has no addresses (the catch-all, every address no other group '
+                          'has); %s have none' % ', '.join(catch_alls))
+    owners = {}
+    for group in groups:
+        for prefix in group['addresses']:
+            if prefix in owners:
+                raise EstateError('address prefix %r is in address groups %s and %s; a prefix belongs to one group'
+                                  % (prefix, owners[prefix], group['name']))
+            owners[prefix] = group['name']
+
+
 def normalise_groups(groups, active_datacentre):
     """The groups with ``addresses``, ``mode`` and ``owner`` filled in (a new list; the input is not changed)."""
+    if not isinstance(groups, list) or not groups:
+        raise EstateError('the address groups must be a list of at least one group, got %r' % (groups,))
     normalised = []
     for group in groups:
         if not isinstance(group, dict) or not group.get('name'):
             raise EstateError('every address group needs a name, got %r' % (group,))
+        if not isinstance(group['name'], str) or not GROUP_NAME.match(group['name']):
+            raise EstateError('address group %r: a name is made of letters, digits and "-" (it names mirror '
+                              'connections and bridges)' % (group['name'],))
         mode = group.get('mode') or FULL_STATE
         if mode not in MODES:
             raise EstateError('address group %s: mode %r is not one of %s' % (group['name'], mode, ', '.join(MODES)))
@@ -102,6 +131,7 @@ def normalise_groups(groups, active_datacentre):
         normalised.append({'name': group['name'], 'addresses': addresses, 'mode': mode, 'engine': engine,
                            'owner': None if delay else group.get('owner') or active_datacentre,
                            'staging_delay_ms': delay})
+    _check_group_set(normalised)
     return normalised
 
 

@@ -101,10 +101,6 @@ def _unknown_layout(hosts, all_vars):
     all_vars["replication_layout"] = "active_active"
 
 
-def _group_owned_by_unknown_dc(hosts, all_vars):
-    all_vars["replication_address_groups"] = [{"name": "all", "addresses": [], "owner": "dc8"}]
-
-
 def _unsupported_version(hosts, all_vars):
     all_vars["broker_version"] = "2.30.0"
 
@@ -117,24 +113,9 @@ def _port_not_a_number(hosts, all_vars):
     all_vars["broker_management_port"] = "eighty"
 
 
-def _groups_not_a_list(hosts, all_vars):
-    all_vars["replication_address_groups"] = "all"
-
-
 def _duplicate_group(hosts, all_vars):
     all_vars["replication_address_groups"] = [{"name": "orders", "addresses": ["orders."]},
                                               {"name": "orders", "addresses": ["billing."]}]
-
-
-def _group_name_with_a_slash(hosts, all_vars):
-    all_vars["replication_address_groups"] = [{"name": "orders/eu", "addresses": []}]
-
-
-def _prefix_in_two_groups(hosts, all_vars):
-    # Two engines for one address: a mirror and a bridge for orders.
-    all_vars["replication_address_groups"] = [{"name": "a", "addresses": ["orders."]},
-                                              {"name": "b", "addresses": ["orders."], "mode": "messages_only",
-                                               "engine": "bridge"}, {"name": "rest"}]
 
 
 def _export_of_a_mirrored_address(hosts, all_vars):
@@ -167,14 +148,6 @@ def _plain_text_passwords_over_tls(hosts, all_vars):
 def _core_on_a_plain_acceptor_without_passwords(hosts, all_vars):
     all_vars["broker_acceptors"] = [{"name": "artemis", "port": 61616, "protocols": ["CORE", "AMQP", "OPENWIRE"]},
                                     {"name": "inside", "port": 61610, "protocols": ["CORE", "AMQP"], "tls": False}]
-
-
-def _two_catch_all_groups(hosts, all_vars):
-    all_vars["replication_address_groups"] = [{"name": "a"}, {"name": "b"}]
-
-
-def _unknown_mode(hosts, all_vars):
-    all_vars["replication_address_groups"] = [{"name": "all", "mode": "everything"}]
 
 
 def _two_active_datacentres(hosts, all_vars):
@@ -301,11 +274,6 @@ def _client_role_that_manages(hosts, all_vars):
                                 for role in all_vars["broker_roles"]]
 
 
-def _group_under_the_estate_prefix(hosts, all_vars):
-    all_vars["replication_address_groups"] = all_vars["replication_address_groups"] + [
-        {"name": "mine", "addresses": ["continuity.mine."]}]
-
-
 def _bundle_with_the_compromised_ca(hosts, all_vars):
     """The estate's CA file a bundle of a CA of its own and the one whose key version 0.1.0 published."""
     bundle = os.path.join(tempfile.mkdtemp(prefix="bundle-"), "ca-bundle.pem")
@@ -338,15 +306,10 @@ CASES = {
     "duplicate broker name": (_duplicate_broker_name, ["broker_name", "same-name"]),
     "HA layout on a one-host datacentre": (_pair_layout_on_one_host, ["replication_layout", "shared_nothing"]),
     "unknown layout": (_unknown_layout, ["replication_layout", "active_active"]),
-    "address group owned by an unknown datacentre": (_group_owned_by_unknown_dc, ["replication_address_groups"]),
     "unsupported Artemis version": (_unsupported_version, ["broker_version", "2.30.0"]),
     "management port clashes with an acceptor": (_port_clash, ["broker_management_port", "5671"]),
     "port that is not a number": (_port_not_a_number, ["broker_management_port"]),
-    "address groups not a list": (_groups_not_a_list, ["replication_address_groups"]),
     "two groups with one name": (_duplicate_group, ["replication_address_groups", "unique names"]),
-    "group name with a slash": (_group_name_with_a_slash, ["replication_address_groups", "orders/eu"]),
-    "address prefix in two groups": (_prefix_in_two_groups, ["replication_address_groups", "orders."]),
-    "two catch-all groups": (_two_catch_all_groups, ["replication_address_groups", "catch-all"]),
     "bridge engine without TLS": (_bridge_engine_without_tls, ["replication_tls", "relay", "engine bridge"]),
     "mirrors without TLS and no acceptor for their password": (
         _mirrors_without_tls_and_no_plain_text_acceptor, ["replication_port 5672", "plain_text_passwords: true"]),
@@ -357,7 +320,6 @@ CASES = {
         _core_on_a_plain_acceptor_without_passwords, ["broker_acceptors ['inside']", "only AMQP"]),
     "export of a mirrored address": (
         _export_of_a_mirrored_address, ["external broker outside", "inflow.orders", "address group inflow"]),
-    "unknown replication mode": (_unknown_mode, ["mode", "everything"]),
     "two active datacentres": (_two_active_datacentres, ["replication_active_datacentre"]),
     "wildcard in an address name": (_wildcard_address_name, ["broker_addresses", "orders.#"]),
     "queue under the broker's own prefix": (
@@ -375,8 +337,6 @@ CASES = {
     "client role on an internal prefix": (_client_role_on_an_internal_prefix,
                                           ["broker_roles", "role app", "continuity.out.#"]),
     "client role that manages": (_client_role_that_manages, ["broker_roles", "role app grants manage"]),
-    "address group under the estate's prefix": (_group_under_the_estate_prefix,
-                                                ["address group mine", "continuity.mine."]),
     "CA bundle with a CA whose key was published": (
         _bundle_with_the_compromised_ca, ["replication_tls_ca_cert", "private key was published"]),
     "ten-year broker certificates": (_ten_year_broker_certificates, ["replication_tls_certificate_days", "3650"]),
