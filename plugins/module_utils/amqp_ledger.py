@@ -4,14 +4,13 @@
 """AMQP 1.0 clients with ledgers, for Apache Artemis.
 
 The DR drill (module artemis_drill_load) keeps its synthetic load running across a
-swapover with them, and the collection's tests put messages on brokers, look at
-them and take them off again with the same code.
+swapover with them; the collection's tests use them too, and build their one-shot
+clients (tests/support/amqp_clients.py) on this module's connection set-up.
 
 Everything here talks to a real broker. AMQP uses python-qpid-proton's blocking
-API (``proton.utils.BlockingConnection``); each function opens its own
-connection and closes it again. Each ``Producer``/``Consumer`` thread has its
-own connection (and its own proton container), so nothing is shared between
-threads.
+API (``proton.utils.BlockingConnection``). Each ``Producer``/``Consumer`` thread
+has its own connection (and its own proton container), so nothing is shared
+between threads.
 
 The ledgers are meant to back claims of zero loss and zero duplicates, so they
 report only what the broker actually said:
@@ -32,7 +31,6 @@ only over TLS: on an ``amqp://`` URL a login with a password is refused here.
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
 import time
 import urllib.parse
@@ -51,28 +49,22 @@ try:
         SSLDomain,
         Timeout,
     )
-    from proton.reactor import Copy, ReceiverOption, SenderOption
+    from proton.reactor import ReceiverOption, SenderOption
     from proton.utils import BlockingConnection
 except ImportError as exc:  # the modules report it with missing_required_lib('python-qpid-proton')
     PROTON_IMPORT_ERROR: ImportError | None = exc
-    Data = Delivery = Endpoint = Message = ProtonException = SSLDomain = Timeout = Copy = BlockingConnection = None
+    Data = Delivery = Endpoint = Message = ProtonException = SSLDomain = Timeout = BlockingConnection = None
     Handler = ReceiverOption = SenderOption = object
 else:
     PROTON_IMPORT_ERROR = None
 
 __all__ = [
     "AmqpError",
-    "SendError",
-    "ReceiveError",
-    "ReceivedMessage",
     "ProducerRecord",
     "ConsumerRecord",
-    "send",
-    "browse",
-    "receive",
+    "connect",
     "Producer",
     "Consumer",
-    "wait_for",
 ]
 
 
@@ -83,55 +75,6 @@ __all__ = [
 
 class AmqpError(Exception):
     """An AMQP operation against a broker failed."""
-
-
-class SendError(AmqpError):
-    """Not every message of a :func:`send` call was accepted by the broker.
-
-    ``accepted`` holds the ids the broker did accept (in send order);
-    ``not_accepted`` maps every other id to what happened to it
-    (``"rejected: ..."``, ``"released"``, ``"uncertain: ..."``, ``"not sent"``).
-    """
-
-    def __init__(self, message: str, accepted: list[str], not_accepted: dict[str, str]):
-        super().__init__(message)
-        self.accepted = accepted
-        self.not_accepted = not_accepted
-
-
-class ReceiveError(AmqpError):
-    """:func:`receive` did not get the requested number of messages in time.
-
-    Nothing was consumed: the messages that did arrive were released back to
-    the queue. ``received`` holds them, for the error report.
-    """
-
-    def __init__(self, message: str, received: list["ReceivedMessage"]):
-        super().__init__(message)
-        self.received = received
-
-
-@dataclass(frozen=True)
-class ReceivedMessage:
-    """A message as received (or browsed) from a broker.
-
-    ``delivery_count`` is the AMQP header's value. Artemis 2.56 reports
-    4294967295 (-1 as uint) when *browsing* a mirrored copy on a mirror target;
-    consumers there see 0. Don't read much into it for browsed messages.
-    """
-
-    id: str | None
-    body: Any
-    properties: dict
-    durable: bool
-    delivery_count: int
-    annotations: dict
-    address: str | None
-
-    @property
-    def seq(self) -> int | None:
-        value = self.properties.get("seq")
-        return int(value) if value is not None else None
 
 
 @dataclass
@@ -174,7 +117,7 @@ class ConsumerRecord:
 # --------------------------------------------------------------------------
 
 #: link capabilities that make Artemis treat an address as ANYCAST (a queue)
-_QUEUE_CAPABILITY = "queue"
+QUEUE_CAPABILITY = "queue"
 
 
 def _put_symbol_array(data: Data, values: Iterable[str]) -> None:
@@ -185,7 +128,7 @@ def _put_symbol_array(data: Data, values: Iterable[str]) -> None:
     data.exit()
 
 
-class _TargetCapabilities(SenderOption):
+class TargetCapabilities(SenderOption):
     def __init__(self, *capabilities: str):
         self.capabilities = capabilities
 
@@ -193,7 +136,7 @@ class _TargetCapabilities(SenderOption):
         _put_symbol_array(sender.target.capabilities, self.capabilities)
 
 
-class _SourceCapabilities(ReceiverOption):
+class SourceCapabilities(ReceiverOption):
     def __init__(self, *capabilities: str):
         self.capabilities = capabilities
 
@@ -201,7 +144,7 @@ class _SourceCapabilities(ReceiverOption):
         _put_symbol_array(receiver.source.capabilities, self.capabilities)
 
 
-def _safe_url(url: str) -> str:
+def safe_url(url: str) -> str:
     """The URL without any user:password part, for messages."""
     parts = urllib.parse.urlsplit(url)
     if parts.username or parts.password:
@@ -212,8 +155,9 @@ def _safe_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
-def _connect(url: str, user: str | None, password: str | None, *, timeout: float,
-             heartbeat: float | None = None, role: str = "client", ca_path: str | None = None) -> BlockingConnection:
+def connect(url: str, user: str | None, password: str | None, *, timeout: float = 30.0,
+            heartbeat: float | None = None, role: str = "client", ca_path: str | None = None) -> BlockingConnection:
+    """A connection opened as this module's clients open theirs (for a caller that needs links of its own, too)."""
     # A password only crosses TLS: proton offers PLAIN on a plain-text connection only with allow_insecure_mechs.
     kwargs: dict[str, Any] = {
         "timeout": timeout,
@@ -234,16 +178,10 @@ def _connect(url: str, user: str | None, password: str | None, *, timeout: float
     try:
         return BlockingConnection(url, **kwargs)
     except (ProtonException, OSError) as exc:
-        raise AmqpError(f"cannot connect to {_safe_url(url)} as {user!r}: {exc}") from exc
+        raise AmqpError(f"cannot connect to {safe_url(url)} as {user!r}: {exc}") from exc
 
 
-def connect(url: str, user: str | None, password: str | None, *, timeout: float = 30.0,
-            ca_path: str | None = None) -> BlockingConnection:
-    """A connection opened as this module's own clients open theirs, for a caller that needs links of its own."""
-    return _connect(url, user, password, timeout=timeout, ca_path=ca_path)
-
-
-def _close_quietly(conn: BlockingConnection | None, timeout: float = 2.0) -> None:
+def close_quietly(conn: BlockingConnection | None, timeout: float = 2.0) -> None:
     if conn is None:
         return
     try:
@@ -253,7 +191,7 @@ def _close_quietly(conn: BlockingConnection | None, timeout: float = 2.0) -> Non
         pass
 
 
-def _wait(conn: BlockingConnection, condition: Callable[[], bool], timeout: float) -> bool:
+def wait_until(conn: BlockingConnection, condition: Callable[[], bool], timeout: float) -> bool:
     """Process events until ``condition()`` or ``timeout``; True if the condition holds."""
     try:
         conn.wait(condition, timeout=max(timeout, 0.001))
@@ -262,7 +200,7 @@ def _wait(conn: BlockingConnection, condition: Callable[[], bool], timeout: floa
     return bool(condition())
 
 
-def _id_text(value: Any) -> str | None:
+def id_text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, bytes):
@@ -270,12 +208,12 @@ def _id_text(value: Any) -> str | None:
     return str(value)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Proton's symbol/ulong/etc. subclasses -> plain Python values (for comparisons)."""
     if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):
@@ -289,19 +227,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _to_received(msg: Message, delivery: Delivery | None = None) -> ReceivedMessage:
-    count = msg.delivery_count or 0
-    return ReceivedMessage(
-        id=_id_text(msg.id),
-        body=_plain(msg.body),
-        properties=_plain(dict(msg.properties or {})),
-        durable=bool(msg.durable),
-        delivery_count=int(count),
-        annotations=_plain(dict(msg.annotations or {})),
-        address=msg.address,
-    )
-
-
 def _outcome_name(state: Any) -> str:
     names = {
         Delivery.ACCEPTED: "accepted",
@@ -313,7 +238,7 @@ def _outcome_name(state: Any) -> str:
     return names.get(state, f"state {state!r}")
 
 
-def _describe_rejection(delivery: Delivery) -> str:
+def describe_rejection(delivery: Delivery) -> str:
     text = _outcome_name(delivery.remote_state)
     condition = getattr(delivery.remote, "condition", None)
     if condition is not None:
@@ -321,8 +246,8 @@ def _describe_rejection(delivery: Delivery) -> str:
     return text
 
 
-def _make_message(msg_id: str, seq: int, body: Any, properties: Mapping[str, Any] | None,
-                  durable: bool, address: str | None = None) -> Message:
+def make_message(msg_id: str, seq: int, body: Any, properties: Mapping[str, Any] | None,
+                 durable: bool, address: str | None = None) -> Message:
     props = dict(properties or {})
     props["seq"] = seq
     msg = Message(id=msg_id, body=body, durable=durable, properties=props)
@@ -331,14 +256,7 @@ def _make_message(msg_id: str, seq: int, body: Any, properties: Mapping[str, Any
     return msg
 
 
-def _properties_for(properties: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None,
-                    seq: int) -> Mapping[str, Any] | None:
-    if callable(properties):
-        return properties(seq)
-    return properties
-
-
-class _SettlementHandler(Handler):
+class SettlementHandler(Handler):
     """Link handler for a sender: reports each delivery once, when the broker settles it."""
 
     def __init__(self, on_settled: Callable[[Delivery], None]):
@@ -354,7 +272,7 @@ class _SettlementHandler(Handler):
                 delivery.settle()
 
 
-class _ReceiveHandler(Handler):
+class ReceiveHandler(Handler):
     """Link handler for a receiver: decodes complete deliveries, hands them on."""
 
     def __init__(self, on_message: Callable[[Message, Delivery], None]):
@@ -373,242 +291,6 @@ class _ReceiveHandler(Handler):
         msg = Message()
         msg.decode(data)
         self._on_message(msg, delivery)
-
-
-# --------------------------------------------------------------------------
-# one-shot operations
-# --------------------------------------------------------------------------
-
-
-def send(url: str, user: str | None, password: str | None, address: str,
-         bodies_or_count: int | Sequence[Any],
-         properties: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None,
-         durable: bool = True, id_prefix: str | None = None, *,
-         anycast: bool = True, timeout: float = 30.0, window: int = 200, ca_path: str | None = None) -> list[str]:
-    """Send messages to ``address`` and return the ids the broker accepted.
-
-    ``bodies_or_count`` is either a sequence of bodies (str, bytes, dict,
-    list, ...) or a number of messages, whose bodies are then
-    ``"<id_prefix>-<seq>"``. Each message gets a unique message id
-    ``"<id_prefix>-<seq>"`` (``seq`` counts from 0), ``durable`` in its header,
-    the caller's application ``properties`` (a mapping, or a callable taking
-    ``seq`` and returning one) and a ``seq`` property.
-
-    With ``anycast`` (the default) the sender link asks for the ``queue``
-    capability, so an auto-created address is ANYCAST with a queue of the same
-    name. (Without it Artemis auto-creates a MULTICAST address with no queue,
-    accepts the messages and drops them.) Up to ``window`` messages are in
-    flight at once.
-
-    Raises :class:`SendError` (with the accepted ids attached) unless every
-    message was settled Accepted within ``timeout`` seconds, and
-    :class:`AmqpError` if no connection or link could be opened.
-    """
-    if isinstance(bodies_or_count, int):
-        count = bodies_or_count
-        bodies: Sequence[Any] | None = None
-    else:
-        bodies = list(bodies_or_count)
-        count = len(bodies)
-    prefix = id_prefix or f"msg-{uuid.uuid4().hex[:12]}"
-    ids = [f"{prefix}-{seq}" for seq in range(count)]
-    outcome: dict[str, str] = {}
-
-    def settled(delivery: Delivery) -> None:
-        # proton keeps attributes set on a Delivery wrapper in the C object's
-        # record, so the event's wrapper sees what was set at send time
-        msg_id = getattr(delivery, "_ct_id", None)
-        if msg_id is None:
-            return
-        if delivery.remote_state == Delivery.ACCEPTED:
-            outcome[msg_id] = "accepted"
-        else:
-            outcome[msg_id] = _describe_rejection(delivery)
-
-    conn = _connect(url, user, password, timeout=timeout, role="send", ca_path=ca_path)
-    deadline = time.monotonic() + timeout
-    failure: str | None = None
-    try:
-        options = [_TargetCapabilities(_QUEUE_CAPABILITY)] if anycast else None
-        try:
-            sender = conn.create_sender(address, handler=_SettlementHandler(settled), options=options)
-        except ProtonException as exc:
-            raise AmqpError(f"cannot open sender to {address!r} on {_safe_url(url)}: {exc}") from exc
-        link = sender.link
-        next_seq = 0
-        try:
-            while len(outcome) < count:
-                while (next_seq < count and link.credit > 0
-                       and next_seq - len(outcome) < window):
-                    seq = next_seq
-                    body = bodies[seq] if bodies is not None else ids[seq]
-                    msg = _make_message(ids[seq], seq, body, _properties_for(properties, seq), durable)
-                    delivery = link.send(msg)
-                    delivery._ct_id = ids[seq]
-                    next_seq += 1
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    failure = "timed out waiting for settlement"
-                    break
-                done = len(outcome)
-                sent = next_seq
-                _wait(conn,
-                      lambda: len(outcome) > done or (link.credit > 0 and sent < count and sent - len(outcome) < window),
-                      min(remaining, 1.0))
-        except ProtonException as exc:
-            failure = f"connection failed: {exc}"
-        accepted = [i for i in ids if outcome.get(i) == "accepted"]
-        if len(accepted) == count:
-            return accepted
-        not_accepted = {}
-        for seq, msg_id in enumerate(ids):
-            state = outcome.get(msg_id)
-            if state == "accepted":
-                continue
-            if state is not None:
-                not_accepted[msg_id] = state
-            elif seq < next_seq:
-                not_accepted[msg_id] = f"uncertain: {failure or 'not settled'}"
-            else:
-                not_accepted[msg_id] = "not sent"
-        sample = dict(itertools.islice(not_accepted.items(), 5))
-        raise SendError(
-            f"{len(accepted)}/{count} messages accepted by {_safe_url(url)} address {address!r}"
-            f"{'; ' + failure if failure else ''}; not accepted e.g. {sample}",
-            accepted, not_accepted)
-    finally:
-        _close_quietly(conn)
-
-
-def _open_receiver(conn: BlockingConnection, url: str, queue: str,
-                   on_message: Callable[[Message, Delivery], None], options: Any, verb: str):
-    """A receiver on ``queue`` with no credit yet; ``verb`` names the action in the error.
-
-    Callers must keep the returned receiver referenced while they use its link: a collected receiver closes it.
-    """
-    try:
-        return conn.create_receiver(queue, credit=0, handler=_ReceiveHandler(on_message), options=options)
-    except ProtonException as exc:
-        raise AmqpError(f"cannot {verb} {queue!r} on {_safe_url(url)}: {exc}") from exc
-
-
-def browse(url: str, user: str | None, password: str | None, queue: str,
-           timeout: float = 30.0, idle: float = 3.0, *, anycast: bool = True,
-           batch: int = 500, ca_path: str | None = None) -> list[ReceivedMessage]:
-    """Return every message currently in ``queue`` without consuming any.
-
-    Opens a receiver with distribution-mode ``copy`` (an Artemis queue
-    browser) and asks the broker to drain its credit in rounds of ``batch``:
-    the broker sends what it has and then hands the rest of the credit back,
-    which tells us when we have seen everything. As a safety net it also stops
-    when nothing arrives for ``idle`` seconds. Raises :class:`AmqpError` if the
-    whole browse takes longer than ``timeout`` seconds.
-
-    ``queue`` may be a queue name or a fully-qualified ``address::queue``.
-    Messages a consumer holds unacknowledged are not shown (Jolokia's
-    MessageCount does count them). Beware: with Artemis's default
-    address-settings, browsing a queue that does not exist *creates* it
-    (empty), exactly as a consumer would.
-    """
-    received: list[ReceivedMessage] = []
-    last_arrival = [time.monotonic()]
-
-    def on_message(msg: Message, delivery: Delivery) -> None:
-        received.append(_to_received(msg, delivery))
-        last_arrival[0] = time.monotonic()
-        # A browser's acknowledgement is a no-op for Artemis; settle so proton
-        # can forget the delivery.
-        delivery.update(Delivery.ACCEPTED)
-        delivery.settle()
-
-    conn = _connect(url, user, password, timeout=timeout, role="browse", ca_path=ca_path)
-    deadline = time.monotonic() + timeout
-    try:
-        options: list = [Copy()]
-        if anycast:
-            options.append(_SourceCapabilities(_QUEUE_CAPABILITY))
-        receiver = _open_receiver(conn, url, queue, on_message, options, "browse")
-        link = receiver.link
-        last_arrival[0] = time.monotonic()
-        while True:
-            before = len(received)
-            link.drain(batch)
-            while True:
-                if not link.draining():
-                    break
-                now = time.monotonic()
-                if now >= deadline:
-                    raise AmqpError(
-                        f"browsing {queue!r} on {_safe_url(url)} took longer than {timeout}s "
-                        f"({len(received)} messages so far)")
-                if now - last_arrival[0] >= idle and len(received) == before:
-                    break
-                _wait(conn, lambda: not link.draining(), min(0.2, deadline - now))
-            got = len(received) - before
-            if got < batch:
-                break
-        return received
-    finally:
-        _close_quietly(conn)
-
-
-def receive(url: str, user: str | None, password: str | None, queue: str, count: int,
-            timeout: float = 30.0, *, anycast: bool = True, ca_path: str | None = None) -> list[ReceivedMessage]:
-    """Consume exactly ``count`` messages from ``queue`` and accept them.
-
-    The receiver is given exactly ``count`` credits. Messages are accepted only
-    once all ``count`` have arrived; then the connection is closed cleanly
-    (so the acknowledgements reach the broker before this returns). If fewer
-    arrive within ``timeout`` seconds, the ones that did are released back to
-    the queue and :class:`ReceiveError` is raised.
-    """
-    if count <= 0:
-        return []
-    received: list[tuple[ReceivedMessage, Delivery]] = []
-    giving_up = [False]
-
-    def on_message(msg: Message, delivery: Delivery) -> None:
-        if giving_up[0]:
-            # a message we released came straight back on the remaining credit
-            delivery.update(Delivery.RELEASED)
-            delivery.settle()
-            return
-        received.append((_to_received(msg, delivery), delivery))
-
-    conn = _connect(url, user, password, timeout=timeout, role="receive", ca_path=ca_path)
-    deadline = time.monotonic() + timeout
-    try:
-        options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if anycast else None
-        receiver = _open_receiver(conn, url, queue, on_message, options, "receive from")
-        link = receiver.link
-        link.flow(count)
-        while len(received) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                _wait(conn, lambda: len(received) >= count, min(remaining, 1.0))
-            except ProtonException as exc:
-                raise AmqpError(f"connection to {_safe_url(url)} failed while receiving from "
-                                f"{queue!r} after {len(received)}/{count} messages: {exc}") from exc
-        if len(received) < count:
-            giving_up[0] = True
-            for _message, delivery in received:
-                delivery.update(Delivery.RELEASED)
-                delivery.settle()
-            link.close()
-            _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
-            raise ReceiveError(f"only {len(received)}/{count} messages arrived from {queue!r} on "
-                               f"{_safe_url(url)} within {timeout}s (released them again)",
-                               [m for m, _delivery in received])
-        for _message, delivery in received:
-            delivery.update(Delivery.ACCEPTED)
-            delivery.settle()
-        link.close()
-        _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 5.0)
-        return [m for m, _delivery in received]
-    finally:
-        _close_quietly(conn, timeout=5.0)
 
 
 # --------------------------------------------------------------------------
@@ -652,7 +334,7 @@ class _Worker(threading.Thread):
         if not self._connected.wait(timeout):
             with self._lock:
                 last = self.events[-1] if self.events else None
-            raise AssertionError(f"{self.name} not connected to {_safe_url(self.url)} after "
+            raise AssertionError(f"{self.name} not connected to {safe_url(self.url)} after "
                                  f"{timeout}s; last event: {last}")
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -682,9 +364,9 @@ class _Worker(threading.Thread):
                     self.connection_count += 1
                     number = self.connection_count
                 try:
-                    conn = _connect(self.urls[(number - 1) % len(self.urls)], self.user, self.password,
-                                    timeout=self.connect_timeout, heartbeat=self.heartbeat,
-                                    role=self.name, ca_path=self.ca_path)
+                    conn = connect(self.urls[(number - 1) % len(self.urls)], self.user, self.password,
+                                   timeout=self.connect_timeout, heartbeat=self.heartbeat,
+                                   role=self.name, ca_path=self.ca_path)
                     self._session(conn, number)
                     # _session returns only when asked to stop
                 except (AmqpError, ProtonException, OSError) as exc:
@@ -694,7 +376,7 @@ class _Worker(threading.Thread):
                     self._connection_lost(number, str(exc))
                     self._stop_event.wait(self.reconnect_delay)
                 finally:
-                    _close_quietly(conn)
+                    close_quietly(conn)
         except BaseException as exc:  # noqa: BLE001 - recorded for the test to see
             self.error = exc
             self._event("crashed", repr(exc))
@@ -842,7 +524,7 @@ class Producer(_Worker):
                 record.outcome = "accepted"
             else:
                 record.outcome = "rejected"
-                record.detail = _describe_rejection(delivery)
+                record.detail = describe_rejection(delivery)
 
     def _connection_lost(self, number: int, reason: str) -> None:
         with self._lock:
@@ -857,8 +539,8 @@ class Producer(_Worker):
         return self.max_messages is not None and self._next_seq >= self.max_messages
 
     def _session(self, conn: BlockingConnection, number: int) -> None:
-        options = [_TargetCapabilities(_QUEUE_CAPABILITY)] if self.anycast else None
-        sender = conn.create_sender(self.address, handler=_SettlementHandler(self._settled),
+        options = [TargetCapabilities(QUEUE_CAPABILITY)] if self.anycast else None
+        sender = conn.create_sender(self.address, handler=SettlementHandler(self._settled),
                                     options=options)
         link = sender.link
         self._event("connected", f"connection {number}")
@@ -884,14 +566,14 @@ class Producer(_Worker):
                 pause = 0.05
             in_flight_now = len(self._in_flight)
             # raises on a dropped connection; that ends the session
-            _wait(conn, lambda: self._stop_event.is_set() or len(self._in_flight) < in_flight_now,
-                  pause)
+            wait_until(conn, lambda: self._stop_event.is_set() or len(self._in_flight) < in_flight_now,
+                       pause)
             if self._done_sending() and not self._in_flight:
                 self._stop_event.wait(0.05)
         # asked to stop: collect the outstanding settlements, then close
         deadline = time.monotonic() + self.drain_timeout
         while self._in_flight and time.monotonic() < deadline:
-            _wait(conn, lambda: not self._in_flight, min(0.2, deadline - time.monotonic()))
+            wait_until(conn, lambda: not self._in_flight, min(0.2, deadline - time.monotonic()))
         if self._in_flight:
             self._connection_lost(number, f"still unsettled {self.drain_timeout}s after stop")
         link.close()
@@ -902,7 +584,7 @@ class Producer(_Worker):
         props = dict(self.properties)
         props["producer"] = self.id_prefix
         body = f"{msg_id}{self.padding}"
-        msg = _make_message(msg_id, seq, body, props, self.durable)
+        msg = make_message(msg_id, seq, body, props, self.durable)
         record = ProducerRecord(id=msg_id, seq=seq, sent_at=time.time(), connection=number)
         with self._lock:
             self._records[msg_id] = record
@@ -983,11 +665,11 @@ class Consumer(_Worker):
     def _session(self, conn: BlockingConnection, number: int) -> None:
         def on_message(msg: Message, delivery: Delivery) -> None:
             properties = msg.properties or {}
-            record = ConsumerRecord(id=_id_text(msg.id),
-                                    seq=_plain(properties.get("seq")),
+            record = ConsumerRecord(id=id_text(msg.id),
+                                    seq=plain(properties.get("seq")),
                                     received_at=time.time(), connection=number,
                                     delivery_count=int(msg.delivery_count or 0),
-                                    properties={name: _plain(properties[name])
+                                    properties={name: plain(properties[name])
                                                 for name in self.record_properties if name in properties})
             delivery.update(Delivery.ACCEPTED)
             record.accepted_at = time.time()
@@ -998,8 +680,8 @@ class Consumer(_Worker):
             if self.max_messages is None or self._taken < self.max_messages:
                 delivery.link.flow(1)
 
-        options = [_SourceCapabilities(_QUEUE_CAPABILITY)] if self.anycast else None
-        receiver = conn.create_receiver(self.queue, credit=0, handler=_ReceiveHandler(on_message),
+        options = [SourceCapabilities(QUEUE_CAPABILITY)] if self.anycast else None
+        receiver = conn.create_receiver(self.queue, credit=0, handler=ReceiveHandler(on_message),
                                         options=options)
         link = receiver.link
         self._event("connected", f"connection {number}")
@@ -1010,75 +692,6 @@ class Consumer(_Worker):
         if want > 0:
             link.flow(want)
         while not self._stop_event.is_set():
-            _wait(conn, self._stop_event.is_set, 0.05)
+            wait_until(conn, self._stop_event.is_set, 0.05)
         link.close()
-        _wait(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 2.0)
-
-
-# --------------------------------------------------------------------------
-# polling
-# --------------------------------------------------------------------------
-
-
-def wait_for(probe: Callable[[], Any], *args: Any, timeout: float | None = None,
-             interval: float | None = None, condition: Callable[[Any], Any] | None = None,
-             description: str | None = None) -> Any:
-    """Poll until a value is good enough, and return that value.
-
-    Two ways to call it::
-
-        wait_for(predicate, timeout=30, interval=0.5)       # or (predicate, 30, 0.5)
-        wait_for(probe, condition, timeout=30, interval=0.5)
-
-    The first form waits for ``predicate()`` to return something truthy and
-    returns it. The second calls ``probe()`` and waits for
-    ``condition(value)`` to be truthy, returning ``value`` (e.g. the list of
-    browsed messages once it is long enough).
-
-    An exception from ``probe``/``condition`` counts as "not yet" (a broker
-    may still be starting). On timeout raises ``AssertionError`` showing the
-    last value (or exception) seen. Defaults: ``timeout=30``, ``interval=0.5``.
-    """
-    rest = list(args)
-    if rest and callable(rest[0]):
-        if condition is not None:
-            raise TypeError("condition given twice")
-        condition = rest.pop(0)
-    if len(rest) > 2:
-        raise TypeError("wait_for(probe, [condition], [timeout], [interval])")
-    if rest:
-        if timeout is not None:
-            raise TypeError("timeout given twice")
-        timeout = float(rest.pop(0))
-    if rest:
-        if interval is not None:
-            raise TypeError("interval given twice")
-        interval = float(rest.pop(0))
-    timeout = 30.0 if timeout is None else timeout
-    interval = 0.5 if interval is None else interval
-
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    last_exc: BaseException | None = None
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            last = probe()
-            last_exc = None
-            if (condition(last) if condition is not None else last):
-                return last
-        except Exception as exc:  # noqa: BLE001 - reported on timeout
-            last_exc = exc
-        if time.monotonic() >= deadline:
-            what = description or getattr(condition or probe, "__name__", repr(condition or probe))
-            if last_exc is not None:
-                seen = f"last error: {type(last_exc).__name__}: {last_exc}"
-            else:
-                shown = repr(last)
-                if isinstance(last, (list, tuple, set, dict)):
-                    shown = f"({len(last)} items) {shown[:1500]}"
-                seen = f"last value: {shown[:2000]}"
-            raise AssertionError(f"timed out after {timeout}s ({attempts} tries) waiting for "
-                                 f"{what}; {seen}") from last_exc
-        time.sleep(min(interval, max(deadline - time.monotonic(), 0)))
+        wait_until(conn, lambda: not (link.state & Endpoint.REMOTE_ACTIVE), 2.0)

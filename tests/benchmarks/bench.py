@@ -41,7 +41,7 @@ import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
 from benchmarks import render, rpo_job
 from support import ledger
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook, set_layout_vars
 from support.measurement import Measurement

@@ -25,7 +25,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 sys.path.insert(0, os.path.join(REPO_ROOT, "tests"))
 
 from support.estate import TESTBED, Estate, run_playbook  # noqa: E402
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp  # noqa: E402
+from support import amqp_clients as amqp  # noqa: E402
 
 ITERATIONS = (1024, 10000, 100000)
 REQUESTS = 40

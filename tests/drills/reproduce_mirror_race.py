@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import Estate, layout_inventory, run_module, run_playbook
 
 QUEUES = int(os.environ.get("QUEUES", "500"))

@@ -35,7 +35,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
 from continuity_rpo import broker_metrics
 from support import prometheus

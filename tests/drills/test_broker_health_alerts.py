@@ -19,7 +19,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support import prometheus
 from support.estate import REPO_ROOT, TESTBED_STATE_DIR, Estate, layout_inventory, run_playbook
 

@@ -17,7 +17,7 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import group_of_address
 from support import prometheus
 from support.estate import REPO_ROOT, Estate, generated_secrets, layout_inventory, run_module, run_playbook

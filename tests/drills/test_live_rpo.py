@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support import prometheus
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
 from support.measurement import build_wheelhouse, rpo_inventory

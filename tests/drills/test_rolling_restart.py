@@ -24,7 +24,7 @@ import uuid
 import pytest
 from cryptography import x509
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.availability import Availability, overlapping
 from support.priority import niceness

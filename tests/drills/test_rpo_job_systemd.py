@@ -15,7 +15,7 @@ import uuid
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support import prometheus
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook
 from support.measurement import NODE_PYTHON, build_wheelhouse, rpo_inventory

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     ORIGIN_PROPERTY, SOURCE_ID_PROPERTY, bridge_links)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report

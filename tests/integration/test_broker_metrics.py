@@ -12,7 +12,7 @@ import uuid
 import pytest
 from cryptography import x509
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     MIRROR_QUEUE_PREFIX, mirror_connections)
 from support import prometheus

@@ -15,7 +15,7 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     ORIGIN_PROPERTY, exports as estate_exports)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     MIRROR_QUEUE_PREFIX, ORIGIN_PROPERTY, SOURCE_ID_PROPERTY, bridge_links, mirror_connections, notice_address)
 from support.estate import REPO_ROOT, artemis_cli, run_playbook

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from support import ledger
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import TESTBED_INVENTORY, run_playbook
 from support.measurement import Measurement
 

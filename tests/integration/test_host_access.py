@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 
 PROBE_PORT = 9999  # nothing of the broker's: firewalld must keep it closed
 

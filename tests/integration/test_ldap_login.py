@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import ManagementError
 from support.estate import REPO_ROOT, TESTBED_INVENTORY, generated_secrets
 

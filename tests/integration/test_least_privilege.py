@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     OperationRefused, broker_mbean, queue_mbean)
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 
 PROBE = "continuity.probe"  # the catch-all group's probe address (the estate model's probe routes)
 

@@ -1,4 +1,5 @@
-"""The tests' AMQP load clients (plugins/module_utils/amqp_ledger.py) against the test bed: dc1 active, mirroring to dc2.
+"""The AMQP clients (plugins/module_utils/amqp_ledger.py, tests/support/amqp_clients.py) against the test bed: dc1
+active, mirroring to dc2.
 
 What the drills conclude rests on these clients: their ledgers must be exact, browsing must not consume, and what
 the source holds must be what the target receives. The target is passive, so no client reads there: what it
@@ -13,7 +14,7 @@ import uuid
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import run_playbook
 
 

@@ -5,7 +5,7 @@ import json
 import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean, queue_mbean
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import generated_secrets, run_module
 
 

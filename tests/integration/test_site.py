@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import queue_mbean
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import TESTBED_INVENTORY, generated_secrets, run_playbook
 
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import KEPT_ADDRESS
 from continuity_rpo import broker_metrics
 from support import prometheus

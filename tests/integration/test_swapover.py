@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import REPO_ROOT, run_playbook
 
 RATE = 500

@@ -24,7 +24,7 @@ from proton.utils import BlockingConnection
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerUnreachable, ManagementError, broker_mbean)
 from support import tls
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support.estate import CONTROLLER, TESTBED_INVENTORY, run_module
 from support.plain_broker import plain_broker
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 
 PARTITION_SECONDS = 15
 RATE = 200  # messages per second while partitioned

@@ -7,7 +7,7 @@ import contextlib
 import pathlib
 import subprocess
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 from support import tls
 from support.estate import artemis_cli
 

@@ -21,7 +21,7 @@ def _bug(*_args, **_kwargs):
     lambda: amqp.Consumer("amqp://127.0.0.1:1", "user", "password", "queue"),
 ], ids=["producer", "consumer"])
 def test_a_crashed_load_thread_fails_the_test_that_ran_it(monkeypatch, worker):
-    monkeypatch.setattr(amqp, "_connect", _bug)
+    monkeypatch.setattr(amqp, "connect", _bug)
     with pytest.raises(AssertionError, match="crashed: RuntimeError"):
         with worker():
             time.sleep(0.3)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
+from support import amqp_clients as amqp
 
 
 def test_wait_for_returns_the_value_and_reports_the_last_one_on_timeout():
