@@ -164,9 +164,11 @@ def connect(url: str, user: str | None, password: str | None, *, timeout: float 
         "container_id": f"continuity-{role}-{uuid.uuid4().hex[:8]}",
         "allow_insecure_mechs": False,
     }
-    if ca_path and url.startswith("amqps:"):
+    if url.startswith("amqps:"):
+        # The broker's certificate and host name are verified, against ca_path when given (else the system's CAs).
         domain = SSLDomain(SSLDomain.MODE_CLIENT)
-        domain.set_trusted_ca_db(ca_path)
+        if ca_path:
+            domain.set_trusted_ca_db(ca_path)
         domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
         kwargs["ssl_domain"] = domain
     if heartbeat:

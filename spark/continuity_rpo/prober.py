@@ -22,13 +22,12 @@ import threading
 import time
 import uuid
 
+from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, ManagementError, MBeanNotFound)
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
-from proton import Data, Message, SSLDomain, symbol
-from proton.reactor import SenderOption
-from proton.utils import BlockingConnection
+from proton import Message
 
 from continuity_rpo import endpoint, sla
 from continuity_rpo.config import command_line
@@ -43,29 +42,6 @@ LISTED_PROBES = 100
 def _probes_filter(probes: list[str]) -> str:
     """A message filter selecting these probes (their ids are the prober's own: letters, digits and dashes)."""
     return f"{PROBE_PROPERTY} IN ({', '.join(repr(str(probe)) for probe in probes)})"
-
-
-class AnycastTarget(SenderOption):
-    """Ask for an anycast queue: without the capability Artemis creates a multicast address, where a message sent
-    before any subscription exists is dropped."""
-
-    def apply(self, sender):
-        capabilities = sender.target.capabilities
-        capabilities.put_array(False, Data.SYMBOL)
-        capabilities.enter()
-        capabilities.put_symbol(symbol("queue"))
-        capabilities.exit()
-
-
-def ssl_domain(url: str, ca_path: str | None) -> SSLDomain | None:
-    """For amqps: verify the broker's certificate and host name, against ``ca_path`` when given."""
-    if not url.startswith("amqps://"):
-        return None
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    if ca_path:
-        domain.set_trusted_ca_db(ca_path)
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
-    return domain
 
 
 class Route:
@@ -95,12 +71,11 @@ class Route:
             url = broker["amqp_url"]
             try:
                 # The password crosses TLS only: on an amqp:// URL proton refuses to send it.
-                self.connection = BlockingConnection(url, timeout=5, user=probes["user"],
-                                                     password=probes["password"], allowed_mechs="PLAIN",
-                                                     allow_insecure_mechs=False,
-                                                     ssl_domain=ssl_domain(url, probes.get("ca_path")),
-                                                     container_id=f"continuity-prober-{self.prefix}")
-                self.sender = self.connection.create_sender(self.address, options=AnycastTarget())
+                self.connection = amqp_ledger.connect(url, probes["user"], probes["password"], timeout=5,
+                                                      role=f"prober-{self.prefix}", ca_path=probes.get("ca_path"))
+                # An anycast queue: on a multicast address a probe sent before any subscription exists is dropped.
+                self.sender = self.connection.create_sender(self.address, options=amqp_ledger.TargetCapabilities(
+                    amqp_ledger.QUEUE_CAPABILITY))
                 return self.sender
             except Exception as exc:  # proton raises several types; the next broker may accept
                 errors.append(f"{broker['name']}: {exc}")
@@ -108,11 +83,7 @@ class Route:
         raise ConnectionError("; ".join(errors))
 
     def _close(self):
-        if self.connection is not None:
-            try:
-                self.connection.close()
-            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is dropped anyway
-                pass
+        amqp_ledger.close_quietly(self.connection)
         self.connection = self.sender = None
 
     def send(self, probes: dict) -> dict | None:
