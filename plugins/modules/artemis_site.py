@@ -411,17 +411,20 @@ def run_module(module, client_for=ArtemisManagement.from_params):
     previous = previous_state(plan, desired, params['admin_role'])
     outcome = {'changed_settings': {}, 'changed_address_settings': {}, 'closed_connections': {},
                'diff': {'before': {}, 'after': {}}}
+    outcome['recorded_at'], unrecorded = [], {}
+    if params['state'] == 'active' and not module.check_mode:
+        # The record before the settings: a broker's journal (and its backup's copy) then never holds this
+        # activation's settings without its record, so a backup that takes over right after does not fence the
+        # groups again on an older activation elsewhere (the 2 x 2 chaos run, seed 3).
+        outcome['recorded_at'], unrecorded = record_activation(params, selected, client_for)
+        for broker, reason in sorted(unrecorded.items()):
+            module.warn('%s keeps no record of this activation, so a datacentre that returns after a failover may '
+                        'not learn of it from there: %s' % (broker, reason))
     try:
         apply(module, plan, desired, selected, outcome, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg='%s (the datacentre may now be partly %s: run again)' % (exc, params['state']),
                          changed_settings=outcome['changed_settings'])
-    outcome['recorded_at'], unrecorded = [], {}
-    if params['state'] == 'active' and not module.check_mode:
-        outcome['recorded_at'], unrecorded = record_activation(params, selected, client_for)
-        for broker, reason in sorted(unrecorded.items()):
-            module.warn('%s keeps no record of this activation, so a datacentre that returns after a failover may '
-                        'not learn of it from there: %s' % (broker, reason))
     module.exit_json(changed=bool(outcome['changed_settings'] or outcome['changed_address_settings']
                                   or outcome['closed_connections']),
                      previous_state=previous, active_elsewhere=active_elsewhere, **outcome)

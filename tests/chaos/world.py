@@ -303,6 +303,12 @@ class World:
         if name == "failback" and not self.failed_over:
             self.log("failback skipped: nothing failed over")
             return "skipped"
+        if name == "failback" and self.active == self.failed_over["source"]:
+            # A swapover (a drill's) since moved the groups back to the returning datacentre: it has rejoined.
+            self.log("failback skipped: the groups are active at the returning datacentre again")
+            self._bring_back(self.failed_over["source"])
+            self.failed_over = None
+            return "skipped"
         if name == "failover" and self.failed_over:
             self.log("failover skipped: the last one has not been failed back")
             return "skipped"
@@ -351,14 +357,16 @@ class World:
             # interrupted one had them, whatever that one left), as an operator would, while a fault refuses it;
             # still refused, once more when the run has restored the estate.
             resumed = False
+            # A drill is not resumed but run again from where the groups are now (it swaps over and back).
+            again = None if name == "drill" else extra
             for _attempt in range(RESUME_ATTEMPTS):
-                resumed = self.operation(name, {"resumes": op_id}, extra=extra) == "done"
+                resumed = self.operation(name, {"resumes": op_id}, extra=again) == "done"
                 if resumed or self.closing.is_set():
                     break
                 time.sleep(RESUME_PAUSE_S)
             if not resumed:
                 with self.lock:
-                    self.unresumed.append((name, op_id, extra))
+                    self.unresumed.append((name, op_id, again))
         return outcome
 
     def _playbook_for(self, name, args) -> tuple[dict, str]:
@@ -399,9 +407,12 @@ class World:
         return ("refused" if before == after else "failed"), message
 
     def _follow(self, name, outcome, extra, after) -> None:
-        """The runner's view of the estate after an operation, as the operator's inventory would follow it."""
+        """The runner's view of the estate after an operation, as the operator's inventory would follow it: where
+        the groups are active, else (a datacentre did not answer) where the operation that ended done put them."""
         if after:
             self.active = after
+        elif outcome == "done" and name in ("swapover", "failover"):
+            self.active = extra[f"{name}_target"]
         if name == "failover":
             source = extra["failover_source"]
             if outcome == "done":
