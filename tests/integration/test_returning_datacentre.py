@@ -46,3 +46,18 @@ def test_a_datacentre_lost_in_a_failover_comes_back_fenced(dc1_active_at_the_end
     # addresses among them), that clients may act on the groups nowhere but at dc2: it refuses otherwise.
     back = _run("playbooks/swapover.yml", swapover_source="dc2", swapover_target="dc1", swapover_groups=GROUPS)
     assert back.rc == 0, back.output[-4000:]
+
+
+def test_a_failback_to_where_the_groups_are_not_active_is_refused_and_changes_nothing(estate):
+    """A failback fences the returning datacentre: with the groups active there and not at failback_active (a
+    swapover since the failover moved them back, as a drill did in the 2 x 2 chaos run, seed 3) that fence left them
+    active nowhere. It must refuse first."""
+    dc1 = estate.dc("dc1")
+    refused = _run("playbooks/failback.yml", failback_site="dc1", failback_active="dc2", failback_groups=GROUPS)
+    said = " ".join(refused.output.split())  # the callback folds long messages
+    assert refused.rc != 0
+    assert "Refused, nothing changed: failback_active (dc2) must be where all, books are active" in said, said[-4000:]
+    # dc1 still serves its clients.
+    accepted = amqp.send(dc1.amqp_url, dc1.user, dc1.password, f"failback.{uuid.uuid4().hex[:8]}", 1, timeout=30,
+                         ca_path=dc1.ca_cert)
+    assert len(accepted) == 1
