@@ -321,16 +321,16 @@ def test_an_activation_records_itself_before_it_changes_a_setting():
     """A pair's backup that takes over just after an activation reads the activation records it holds: had the
     settings reached its journal without the record, it would fence the groups again on an older activation
     elsewhere (the 2 x 2 chaos run, seed 3: dark for 311 s after a failover)."""
-    order = []
+    happened = []
 
     class Ordered(StubBroker):
-        def set_roles(self, match, permissions, order_of_permissions):
-            order.append("setting")
-            super().set_roles(match, permissions, order_of_permissions)
+        def set_roles(self, match, permissions, order):
+            happened.append("setting")
+            super().set_roles(match, permissions, order)
 
         def send_message(self, address, properties, body=""):
-            order.append("record")
+            happened.append("record")
             super().send_message(address, properties, body)
 
     exited, _result = _site("active", {"dc2-node1": ("dc2", Ordered(_settings("passive")))})
-    assert exited and order[0] == "record" and "setting" in order
+    assert exited and happened[0] == "record" and "setting" in happened
