@@ -42,36 +42,3 @@ options:
         type: int
 '''
 
-    # The same option for a module that can do without it.
-    OPTIONAL = r'''
-options:
-  address_groups:
-    description: The estate's address groups, as in C(replication_address_groups).
-    type: list
-    elements: dict
-    suboptions:
-      name:
-        description: The group's name.
-        type: str
-        required: true
-      addresses:
-        description: The group's address prefixes; empty for the catch-all group (every address no other group has).
-        type: list
-        elements: str
-        default: []
-      mode:
-        description: What is replicated, C(full_state) or C(messages_only); only C(full_state) groups are staged, fenced
-          and activated.
-        type: str
-        default: full_state
-      owner:
-        description: The datacentre that owns the group; else the active datacentre.
-        type: str
-      engine:
-        description: What carries the group across, C(mirror) or C(bridge).
-        type: str
-        default: mirror
-      staging_delay_ms:
-        description: A group active at every datacentre, with this staging delay; it is never fenced or activated.
-        type: int
-'''

@@ -135,10 +135,10 @@ def normalise_groups(groups, active_datacentre):
     return normalised
 
 
-def estate_argument_spec(required=True):
+def estate_argument_spec():
     """The ``address_groups`` option of every module that reads the estate's groups (its documentation: the doc
-    fragment ``continuity.artemis.estate``, or ``continuity.artemis.estate.optional`` when not ``required``)."""
-    return {'address_groups': dict(type='list', elements='dict', required=required, options=dict(
+    fragment ``continuity.artemis.estate``)."""
+    return {'address_groups': dict(type='list', elements='dict', required=True, options=dict(
         name=dict(type='str', required=True),
         addresses=dict(type='list', elements='str', default=[]),
         # The model checks the mode and the engine (normalise_groups), naming the group.

@@ -13,14 +13,14 @@ description:
   - "Polls the brokers until the datacentre is healthy: every broker of it (but O(absent)) answers and is started,
     exactly one is live (O(live) when given) and every other one is its backup, in sync with it when the pair
     replicates its journal (C(shared_nothing)); its live broker's mirror links are connected, and so are the links
-    of the other datacentres' live brokers that lead to it (when O(address_groups) is given); no such link holds
+    of the other datacentres' live brokers that lead to it (the estate model of O(address_groups) knows which); no such link holds
     more than O(max_backlog) events."
   - Fails after O(timeout) seconds, naming what is still wrong. Reads only.
   - The rolling restart (C(playbooks/rolling_restart.yml)) waits with it before and after each broker it restarts,
     so that an HA pair never loses its last live broker and the next broker waits until this one is back.
 extends_documentation_fragment:
   - continuity.artemis.management
-  - continuity.artemis.estate.optional
+  - continuity.artemis.estate
   - continuity.artemis.management.read_only
 options:
   datacentre:
@@ -39,6 +39,7 @@ options:
   active_datacentre:
     description: The datacentre that owns every group without its own C(owner) (C(replication_active_datacentre)).
     type: str
+    required: true
   links:
     description: Whether mirror links count (connected, and within O(max_backlog)).
     type: bool
@@ -129,16 +130,15 @@ def main():
         datacentre=dict(type='str', required=True),
         live=dict(type='str'),
         absent=dict(type='list', elements='str', default=[]),
-        active_datacentre=dict(type='str'),
+        active_datacentre=dict(type='str', required=True),
         links=dict(type='bool', default=True),
         pending=dict(type='list', elements='str', default=[]),
         max_backlog=dict(type='int'),
         timeout=dict(type='int', default=300),
         poll_interval=dict(type='float', default=0.5),
     )
-    argument_spec.update(estate_argument_spec(required=False))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           required_together=[('address_groups', 'active_datacentre')])
+    argument_spec.update(estate_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1, timeout=0, poll_interval=0.1, max_backlog=0)
     params = module.params
     mine = [broker for broker in params['brokers'] if broker['datacentre'] == params['datacentre']]
@@ -151,7 +151,7 @@ def main():
         module.fail_json(msg='live and absent must name brokers of %s; not of it: %s'
                          % (params['datacentre'], ', '.join(unknown)))
     targets = None
-    if params['links'] and params['address_groups']:
+    if params['links']:
         datacentres = sorted(set(broker['datacentre'] for broker in params['brokers']))
         if params['active_datacentre'] not in datacentres:
             # The model would give no links at all: the other datacentres' links would silently not count.

@@ -14,6 +14,7 @@ def _estate():
 
 
 def _health(monkeypatch, estate, between_looks=None, **options):
+    options = dict({"address_groups": GROUPS, "active_datacentre": "dc1"}, **options)
     return run_polling(monkeypatch, artemis_health, estate, {"datacentre": "dc1", "timeout": 2, "poll_interval": 0.5}, between_looks, **options)
 
 
@@ -33,8 +34,11 @@ def test_a_pair_with_its_live_broker_and_a_backup_in_sync_is_healthy_at_the_firs
          "version": "2.56.0"},
         {"name": "a2", "reachable": True, "started": True, "live": False, "backup": True, "replica_sync": True,
          "version": "2.56.0"}]
-    # Without the estate's groups no other datacentre's link is known: its brokers are not asked.
-    assert estate.asked == ["a1", "a2"]
+    # The other datacentre's broker is asked for its links to dc1 (the estate model says which lead there), and not
+    # when links do not count.
+    assert estate.asked == ["a1", "a2", "b1"]
+    estate.asked.clear()
+    assert not _health(monkeypatch, estate, links=False)[0].failed and estate.asked == ["a1", "a2"]
 
 
 def test_a_broker_that_does_not_answer_is_named_unless_it_is_absent(monkeypatch):
@@ -56,7 +60,7 @@ def test_a_broker_that_answers_and_is_not_started_is_named(monkeypatch):
 def test_two_live_brokers_in_a_pair_or_none_are_named_and_no_live_broker_is_returned(monkeypatch):
     estate = _estate()
     estate["a2"].live, estate["a2"].backup = True, False
-    outcome, _clock = _health(monkeypatch, estate)
+    outcome, _clock = _health(monkeypatch, estate, links=False)
     assert _problems(outcome) == ["dc1 has 2 live brokers (a1, a2)"] and outcome.result["live"] is None
     estate["a1"].live = estate["a2"].live = False
     estate["a1"].backup = estate["a2"].backup = True
