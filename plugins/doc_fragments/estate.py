@@ -41,4 +41,3 @@ options:
         description: A group active at every datacentre, with this staging delay; it is never fenced or activated.
         type: int
 '''
-
