@@ -11,14 +11,18 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
                             followed it, and no more of them than the failover said were at risk
     no_duplicates           no message is delivered twice, except a redelivery while a fault or operation that cuts
                             consumers off (args.redeliveries) is in progress or up to REDELIVERY_GRACE_SECONDS after,
-                            no more than it allows
+                            no more than it allows; and after an abrupt failover, until the failback starts, a
+                            message first delivered after its source's replication last kept up (a mirror group;
+                            args.replication_behind_since, less IN_STEP_MARGIN_SECONDS) or after the last
+                            reconciliation began (a bridge group, args.reconciled_at)
     single_active           a group of one active datacentre (any mode but active_active) is never active at two
     active_somewhere        ... nor active nowhere for longer than DARK_TOLERANCE_SECONDS outside an operation
     single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
     pair_takes_over         a pair that could have a live broker (a backup in sync answers, or both brokers answer)
                             is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
-                            where they were; one the run interrupted is resumed by the next, which ends done
+                            where they were (judged where that was known when it began); one the run interrupted
+                            is resumed by the next, which ends done
     measurement_agrees      per abrupt failover, the RPO/RTO job's published loss, duplicates, RPO and RTO over a
                             drill ledger of it are what the history says of the same ledger
 """
@@ -33,6 +37,8 @@ from collections import defaultdict
 from chaos import history
 
 REDELIVERY_GRACE_SECONDS = 120.0
+# An acknowledgement the source sent just before its replication was seen keeping up may still have been on its way.
+IN_STEP_MARGIN_SECONDS = 10.0
 DARK_TOLERANCE_SECONDS = 10.0
 # A pair's failure detection (replication_ha_failure_detection_ms, 10 s) and its lock's takeover, with room.
 TAKEOVER_BOUND_SECONDS = 30.0
@@ -73,13 +79,16 @@ class Run:
         self.accepted = {event["id"]: event for event in events
                          if event["kind"] == "send" and event.get("outcome") == "accepted"}
         self.deliveries = defaultdict(list)
-        # Per group of a single active datacentre, its activity samples in time order (unknown ones left out).
-        self.activity = defaultdict(list)
+        # Per group of a single active datacentre, its activity samples in time order: `samples` all of them,
+        # `activity` the known ones.
+        self.samples, self.activity = defaultdict(list), defaultdict(list)
         for event in events:
             if event["kind"] == "delivery":
                 self.deliveries[event["id"]].append(event)
-            elif event["kind"] == "activity" and event.get("mode") != "active_active" and event.get("active") is not None:
-                self.activity[event["group"]].append(event)
+            elif event["kind"] == "activity" and event.get("mode") != "active_active":
+                self.samples[event["group"]].append(event)
+                if event.get("active") is not None:
+                    self.activity[event["group"]].append(event)
 
     def excerpt(self, times: list[float]) -> list[dict]:
         """The start and end of every fault and operation in progress at one of ``times`` or within
@@ -163,6 +172,22 @@ def no_loss(run: Run) -> dict:
                                              "lost_within_failover_bounds": dict(within)})
 
 
+def _failover_redelivery(run: Run, first: dict, again: dict) -> dict | None:
+    """The abrupt failover that allows ``again``, a second delivery of the message ``first`` delivered, by design."""
+    for span in abrupt_failovers(run):
+        args, cut = span["start"]["args"], run.failover_cut(span)
+        if not cut["fault"] < again["t"] <= cut["until"] + REDELIVERY_GRACE_SECONDS:
+            continue
+        if first.get("group") in args.get("bridge_groups", []):
+            since = args.get("reconciled_at")
+        else:
+            since = args.get("replication_behind_since")
+            since = None if since is None else since - IN_STEP_MARGIN_SECONDS
+        if since is not None and since <= first["t"] <= cut["fault"]:
+            return span
+    return None
+
+
 def no_duplicates(run: Run) -> dict:
     allowances = []
     for span in list(run.faults.values()) + list(run.operations.values()):
@@ -172,9 +197,14 @@ def no_duplicates(run: Run) -> dict:
             allowances.append({"id": span["id"], "name": span["name"], "from": start,
                                "to": end + REDELIVERY_GRACE_SECONDS, "left": int(bound)})
     allowed, broken = defaultdict(int), []
-    extra = sorted((delivery for deliveries in run.deliveries.values() for delivery in sorted(
-        deliveries, key=lambda event: event["t"])[1:]), key=lambda event: event["t"])
-    for delivery in extra:
+    extra = sorted(((deliveries[0], delivery) for deliveries in (
+        sorted(found, key=lambda event: event["t"]) for found in run.deliveries.values()) for delivery in deliveries[1:]),
+        key=lambda pair: pair[1]["t"])
+    for first, delivery in extra:
+        failover = _failover_redelivery(run, first, delivery)
+        if failover is not None:
+            allowed[f"failover {failover['id']} (consumed while replication was behind)"] += 1
+            continue
         allowance = next((entry for entry in allowances
                           if entry["from"] <= delivery["t"] <= entry["to"] and entry["left"] > 0), None)
         if allowance is None:
@@ -253,12 +283,16 @@ def pair_takes_over(run: Run) -> dict:
 
 
 def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
-    """Per group, where it was active in the last sample before ``t`` (or the first after it)."""
+    """Per group, where it was active in the last sample before ``t``, left out while that sample did not know (a
+    datacentre did not answer); or in the first known sample after it."""
     found = {}
-    for group, samples in run.activity.items():
-        chosen = [sample for sample in samples if (sample["t"] <= t if before else sample["t"] >= t)]
-        if chosen:
-            found[group] = sorted((chosen[-1] if before else chosen[0])["active"])
+    for group in run.samples:
+        if before:
+            chosen = [sample for sample in run.samples[group] if sample["t"] <= t][-1:]
+        else:
+            chosen = [sample for sample in run.activity[group] if sample["t"] >= t][:1]
+        if chosen and chosen[0].get("active") is not None:
+            found[group] = sorted(chosen[0]["active"])
     return found
 
 

@@ -14,6 +14,8 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
     activity     group, mode, active                                     where the estate says the group is active
     brokers      datacentre, live, silent, brokers                       its brokers that answer as live, those that
                                                                          do not answer, and all of them
+    backlog      datacentre, events                                      the active datacentre's replication backlog
+                                                                         (mirror and bridge queues, all links)
     measurement  name, scope, value                                      what the product reported: the RPO/RTO
                                                                          job's figures for an abrupt failover's
                                                                          drill ledger (failover, its id), each
@@ -21,8 +23,10 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
 
 What the design allows is carried by the events that allow it, never by the checker's mood: an abrupt failover
 (operation ``failover`` with ``args.abrupt``) says how many messages it puts at risk (``at_risk`` at its end) and
-from how long before it (``args.loss_window_s``); a fault or operation that cuts consumers off their deliveries
-says how many of them may come again (``args.redeliveries``).
+from how long before it (``args.loss_window_s``), and which messages its target may deliver again: those consumed
+since its source's replication last kept up (``args.replication_behind_since``) or, of a bridge group
+(``args.bridge_groups``), since the last reconciliation began (``args.reconciled_at``); a fault or operation that
+cuts consumers off their deliveries says how many of them may come again (``args.redeliveries``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import threading
 import time
 from typing import Iterable
 
-KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "brokers", "measurement")
+KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "brokers", "backlog", "measurement")
 PHASES = ("start", "end")
 OUTCOMES = ("done", "refused", "failed", "interrupted")
 

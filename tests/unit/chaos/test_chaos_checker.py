@@ -109,6 +109,37 @@ def test_a_duplicate_is_caught_unless_a_fault_that_cuts_consumers_off_allows_it_
     assert not _verdicts(late)["no_duplicates"]["holds"]
 
 
+def _behind_failover(**args):
+    """m0-m9 delivered at 10.5-19.5 at dc1 (group orders, a mirror group; m6-m9 also `books`, a bridge group); an
+    abrupt failover dc1 -> dc2 at 40 whose source's replication last kept up at 30 (so from 20 on, with the
+    margin) and whose last reconciliation began at 18; a failback at 200."""
+    events = [event if event.get("id") not in ("m6", "m7", "m8", "m9") else dict(event, group="books")
+              for event in _clean()]
+    args = dict(abrupt=True, loss_window_s=5, failover_source="dc1", redeliveries=0, bridge_groups=["books"],
+                replication_behind_since=20 + checker.IN_STEP_MARGIN_SECONDS, reconciled_at=18)
+    return events + _operation(40, 50, "failover", "o2", **args) + _operation(200, 210, "failback", "o3")
+
+
+def _again(t, message_id, group="orders"):
+    return dict(_delivery(t, message_id, datacentre="dc2"), group=group)
+
+
+def test_an_abrupt_failover_may_deliver_again_only_what_its_source_consumed_while_replication_was_behind():
+    verdict = _verdicts(_behind_failover() + [_again(60, "m9", group="books"), _again(190, "m8", group="books")])
+    assert verdict["no_duplicates"]["holds"], verdict["no_duplicates"]
+    assert verdict["no_duplicates"]["counted"]["allowed_redeliveries"] == {
+        "failover o2 (consumed while replication was behind)": 2}
+    # m5 was consumed at 15.5, before the replication of the mirror group last fell behind (20): it must not come again.
+    broken = _verdicts(_behind_failover() + [_again(60, "m5")])["no_duplicates"]
+    assert [item["id"] for item in broken["broken"]] == ["m5"]
+    # m6 (a bridge group) was consumed at 16.5, before the last reconciliation began at 18.
+    broken = _verdicts(_behind_failover() + [_again(60, "m6", group="books")])["no_duplicates"]
+    assert [item["id"] for item in broken["broken"]] == ["m6"]
+    # Once the failback has started, a failover's redeliveries are over.
+    late = 200 + checker.REDELIVERY_GRACE_SECONDS + 1
+    assert not _verdicts(_behind_failover() + [_again(late, "m9", group="books")])["no_duplicates"]["holds"]
+
+
 def test_split_brain_is_caught_but_an_active_active_group_may_be_active_everywhere():
     events = _clean() + [_activity(120, "dc1", "dc2")]
     verdict = _verdicts(events)["single_active"]
@@ -204,6 +235,16 @@ def test_a_refusal_with_a_message_that_left_the_estate_as_it_was_is_clean():
     events.append(_activity(131, "dc2"))
     verdict = _verdicts(events)["operations_end_cleanly"]
     assert verdict["holds"] and verdict["counted"]["outcomes"] == {"done": 1, "refused": 1}
+
+
+def test_a_refusal_that_began_while_a_datacentre_did_not_answer_is_not_held_to_a_state_nobody_knew():
+    # The group was seen at dc2 at 109, then a datacentre did not answer (unknown) when a resumed swapover began; it
+    # was seen dark after its refusal (what the interrupted one had fenced before it was stopped).
+    events = _clean() + [dict(_activity(115), active=None)]
+    events += _operation(120, 130, "swapover", "o9", outcome="refused", message="dc2-node1 does not answer")
+    events.append(_activity(131))
+    verdict = _verdicts(events)["operations_end_cleanly"]
+    assert verdict["holds"], verdict
 
 
 def test_the_command_line_reads_a_history_file_and_exits_1_on_a_broken_promise(tmp_path, capsys):
