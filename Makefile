@@ -30,7 +30,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
-	drills chaos reproduce-mirror-race release
+	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache release
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
@@ -40,6 +40,7 @@ help:
 	@echo "make chaos   faults and operations together under load, judged by the history checker: SEED=1 ESTATE=2x2|3x1 DURATION=1200 (docs/chaos.md)"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
+	@echo "make reproduce-mirror-duplicate-cache  whether a mirror target takes again what a crashed source resends"
 	@echo "make release  check that the changelog describes galaxy.yml's version, build the collection into dist/ and list it"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION) \
@@ -198,6 +199,11 @@ chaos: setup $(PREVIOUS_ARTEMIS_ARCHIVE)
 # a 2 x 2 shared_nothing bed loses without reconciliation. Builds its own test bed.
 reproduce-mirror-race: setup
 	cd tests && python -m drills.reproduce_mirror_race
+
+# Re-check an Artemis release for the mirror target's duplicate detection across several mirror connections of one
+# source broker (docs/chaos.md, 3 x 1 seed 2): two plain brokers on the controller, no test bed.
+reproduce-mirror-duplicate-cache: setup
+	cd tests && python -m drills.reproduce_mirror_duplicate_cache
 
 # The collection's figures (benchmarks/RESULTS.md), on a test bed of their own; not part of make test (a smoke of
 # the rendering is). make bench BENCH_ARGS="--only B1 --rounds 3"

@@ -228,6 +228,8 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         sampler.start()
         supervisor = threading.Thread(target=world.supervise, name="supervisor", daemon=True)
         supervisor.start()
+        backlog_sampler = threading.Thread(target=world.sample_backlog, name="backlog", daemon=True)
+        backlog_sampler.start()
         started = time.time()
         world.log(f"run: seed {seed}, {estate_name}, {duration} s, {len(steps)} steps")
         faults = [threading.Thread(target=world.fault, args=(step, started), daemon=True)
@@ -258,6 +260,7 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         world.stopping.set()
         sampler.join(timeout=30)
         supervisor.join(timeout=60)
+        backlog_sampler.join(timeout=30)
         crashed = load.stop_consumers()
         try:
             measurement.__exit__(None, None, None)

@@ -199,12 +199,8 @@ class World:
         return seen
 
     def sample_activity(self) -> None:
-        backlog_due = 0.0
         while not self.stopping.is_set():
             began = time.monotonic()
-            if began >= backlog_due:
-                backlog_due = began + BACKLOG_INTERVAL_S
-                self.sample_backlog()
             try:
                 pairs = {}
                 for group, seen in self.activity(pairs).items():
@@ -223,21 +219,23 @@ class World:
             self.stopping.wait(max(0.0, ACTIVITY_INTERVAL_S - (time.monotonic() - began)))
 
     def sample_backlog(self) -> None:
-        """The active datacentre's replication backlog into the history; when it keeps up, the time, which an abrupt
-        failover from there declares (what its target may deliver again was consumed after it)."""
-        datacentre = self.active
-        try:
-            events = self._backlog(datacentre)
-        except (BrokerUnreachable, ManagementError, OSError) as exc:
-            self.log(f"backlog of {datacentre}: {exc!r}")
-            return
-        if events is None:
-            return
-        now = time.time()
-        self.writer.write("backlog", datacentre=datacentre, events=events)
-        if events <= IN_STEP_EVENTS:
-            with self.lock:
-                self.in_step_at[datacentre] = now
+        """Every BACKLOG_INTERVAL_S, the active datacentre's replication backlog into the history; when it keeps up,
+        the time, which an abrupt failover from there declares (what its target may deliver again was consumed after
+        it)."""
+        while not self.stopping.wait(BACKLOG_INTERVAL_S):
+            datacentre = self.active
+            try:
+                events = self._backlog(datacentre)
+            except Exception as exc:  # pylint: disable=broad-except  # recorded, the sampling goes on
+                self.log(f"backlog of {datacentre}: {exc!r}")
+                continue
+            if events is None:
+                continue
+            now = time.time()
+            self.writer.write("backlog", datacentre=datacentre, events=events)
+            if events <= IN_STEP_EVENTS:
+                with self.lock:
+                    self.in_step_at[datacentre] = now
 
     def where_active(self) -> str | None:
         """The one datacentre where every moving group is active, if there is one."""

@@ -1,0 +1,179 @@
+"""Re-check an Artemis release for what 3 x 1 seed 2 of the chaos runs found (docs/chaos.md): a mirror target
+delivers again messages it already had, when their source broker crashed before it heard they had arrived and its
+other mirror connections to the same target brought more messages meanwhile than one connection's credits.
+
+    make reproduce-mirror-duplicate-cache
+
+Two plain brokers on the controller, A mirroring to B over two broker connections (as the collection's estates
+do, one per address group): `l1` for the addresses under `a.`, through a Toxiproxy that holds B's answers back (its
+settlements of what it received), and `l2` for those under `b.`, direct. A receives COUNT messages on `a.q`, which
+reach B at once; then BURST messages on `b.q`; then A is killed (SIGKILL) and started again, and sends over `l1`
+again what B never confirmed. What B's `a.q` holds then says whether B recognised the resent messages: COUNT, or
+more (each resent message it did not recognise is there twice). Once with a small BURST (the control), once with a
+BURST larger than the credits of a connection (1,000 by default). Writes tests/drills/results/mirror_duplicate_cache.json;
+exits 0 either way (a measurement).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from support import amqp_clients as amqp
+from support.estate import REPO_ROOT, artemis_cli, cli_message_count
+
+COUNT = 500
+BURSTS = (100, 1500)      # below and above one connection's credits (Artemis's default amqpCredits, 1,000)
+HOLD_BACK_MS = 60000      # how long B's answers on l1 are held back: longer than the test takes before the kill
+USER, PASSWORD = "repro", "repro-" + os.urandom(6).hex()
+HOST = "127.0.0.1"
+PORT_A, PORT_B, PORT_PROXY, PORT_TOXIPROXY = 62616, 62626, 62700, 62474
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mirror_duplicate_cache.json")
+QUEUES = "".join(f'<address name="{name}"><anycast><queue name="{name}"/></anycast></address>'
+                 for name in ("a.q", "b.q"))
+MIRRORS = f"""<broker-connections>
+  <amqp-connection uri="tcp://{HOST}:{PORT_PROXY}" name="l1" user="{USER}" password="{PASSWORD}" retry-interval="500">
+    <mirror message-acknowledgements="true" queue-creation="true" queue-removal="false" address-filter="a."/>
+  </amqp-connection>
+  <amqp-connection uri="tcp://{HOST}:{PORT_B}" name="l2" user="{USER}" password="{PASSWORD}" retry-interval="500">
+    <mirror message-acknowledgements="true" queue-creation="true" queue-removal="false" address-filter="b."/>
+  </amqp-connection>
+</broker-connections>"""
+
+
+class Broker:
+    """An `artemis create` instance on the controller that can be killed and started again."""
+
+    def __init__(self, directory: pathlib.Path, name: str, port: int, addition: str):
+        self.name, self.port, self.instance = name, port, directory / name
+        self.log = directory / f"{name}.log"
+        subprocess.run([artemis_cli(), "create", str(self.instance), "--silent", "--no-autotune", "--host", HOST,
+                        "--default-port", str(port), "--user", USER, "--password", PASSWORD, "--require-login",
+                        "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+                        "--no-hornetq-acceptor", "--name", name], check=True, capture_output=True, text=True,
+                       timeout=120)
+        broker_xml = self.instance / "etc" / "broker.xml"
+        text = broker_xml.read_text().replace("</addresses>", QUEUES + "</addresses>", 1)
+        broker_xml.write_text(text.replace("</core>", addition + "</core>", 1))
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"tcp://{HOST}:{self.port}"
+
+    def start(self) -> None:
+        started = self.log.read_text().count("AMQ221007") if self.log.exists() else 0
+        with open(self.log, "a") as output:
+            self.process = subprocess.Popen([str(self.instance / "bin" / "artemis"), "run"], stdout=output,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        amqp.wait_for(lambda: self.log.read_text().count("AMQ221007") > started, timeout=90,
+                      description=f"broker {self.name} live")
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def count(self, queue: str) -> int:
+        return cli_message_count(self.url, USER, PASSWORD, queue)
+
+    def produce(self, queue: str, count: int) -> None:
+        subprocess.run([artemis_cli(), "producer", "--url", self.url, "--user", USER, "--password", PASSWORD,
+                        "--destination", f"queue://{queue}", "--message-count", str(count), "--protocol", "core"],
+                       check=True, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+
+
+class Toxiproxy:
+    def __init__(self, directory: pathlib.Path):
+        binary = os.environ.get("TOXIPROXY_SERVER") or os.path.join(REPO_ROOT, ".tools", "bin", "toxiproxy-server")
+        self.api = f"http://{HOST}:{PORT_TOXIPROXY}"
+        self.process = subprocess.Popen([binary, "-host", HOST, "-port", str(PORT_TOXIPROXY)],
+                                        stdout=open(directory / "toxiproxy.log", "w"), stderr=subprocess.STDOUT)
+        amqp.wait_for(self._answers, timeout=30, description="toxiproxy answers")
+
+    def _answers(self) -> bool:
+        try:
+            return self.request("GET", "/version") is not None
+        except OSError:
+            return False
+
+    def request(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.api + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def one_run(directory: pathlib.Path, burst: int) -> dict:
+    proxy = Toxiproxy(directory)
+    target = Broker(directory, "b", PORT_B, "")
+    source = Broker(directory, "a", PORT_A, MIRRORS)
+    try:
+        proxy.request("POST", "/proxies", {"name": "l1", "listen": f"{HOST}:{PORT_PROXY}",
+                                           "upstream": f"{HOST}:{PORT_B}"})
+        target.start()
+        source.start()
+        amqp.wait_for(lambda: source.log.read_text().count("AMQ111003") >= 2, timeout=60,
+                      description="both mirror connections of a connected")
+        proxy.request("POST", "/proxies/l1/toxics", {"name": "hold", "type": "latency", "stream": "downstream",
+                                                     "attributes": {"latency": HOLD_BACK_MS}})
+        source.produce("a.q", COUNT)
+        amqp.wait_for(lambda: target.count("a.q") >= COUNT, timeout=60, description="a.q's messages at b")
+        source.produce("b.q", burst)
+        amqp.wait_for(lambda: target.count("b.q") >= burst, timeout=120, description="b.q's messages at b")
+        unconfirmed = source.count("$ACTIVEMQ_ARTEMIS_MIRROR_l1")
+        source.kill()
+        proxy.request("DELETE", "/proxies/l1/toxics/hold")
+        source.start()
+        amqp.wait_for(lambda: source.count("$ACTIVEMQ_ARTEMIS_MIRROR_l1") == 0, timeout=120,
+                      description="a's l1 backlog sent again and confirmed")
+        time.sleep(5)
+        held = target.count("a.q")
+        return {"burst": burst, "sent_to_a_q": COUNT, "unconfirmed_when_killed": unconfirmed, "a_q_at_b": held,
+                "delivered_again": held - COUNT}
+    finally:
+        source.stop()
+        target.stop()
+        proxy.stop()
+
+
+def main() -> int:
+    version = os.path.basename(os.environ["ARTEMIS_HOME"]).replace("apache-artemis-", "")
+    runs = []
+    for burst in BURSTS:
+        with tempfile.TemporaryDirectory(prefix="mirror-dup-cache-") as scratch:
+            runs.append(one_run(pathlib.Path(scratch), burst))
+            print(json.dumps(runs[-1]), flush=True)
+    result = {"artemis_version": version, "credits": 1000, "runs": runs,
+              "summary": "B recognised every resent message" if all(run["delivered_again"] == 0 for run in runs)
+              else "B took again resent messages it already had: " + ", ".join(
+                  f"{run['delivered_again']} after a burst of {run['burst']}" for run in runs)}
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as handle:
+        json.dump(result, handle, indent=2)
+        handle.write("\n")
+    print(result["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
