@@ -498,7 +498,8 @@ class World:
                    ANSIBLE_FORCE_COLOR="0")
         out_path = os.path.join(self.directory, f"{name}.out")
         with open(out_path, "w") as out:
-            process = subprocess.Popen(["ansible-playbook", "-i", self.inventory, playbook, "-e", json.dumps(extra)],
+            # -v: each result, a retried task's failures too (2 x 2 seed 3's third run: a failover said only "FAILED - RETRYING").
+            process = subprocess.Popen(["ansible-playbook", "-v", "-i", self.inventory, playbook, "-e", json.dumps(extra)],
                                        cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True)
             try:

@@ -37,7 +37,7 @@ HOST = "127.0.0.1"
 PORT_A, PORT_B, PORT_PROXY, PORT_TOXIPROXY = 62616, 62626, 62700, 62474
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mirror_duplicate_cache.json")
 QUEUES = "".join(f'<address name="{name}"><anycast><queue name="{name}"/></anycast></address>'
-                 for name in ("a.q", "b.q"))
+                 for name in ("a.q", "a.warm", "b.q"))
 MIRRORS = f"""<broker-connections>
   <amqp-connection uri="tcp://{HOST}:{PORT_PROXY}" name="l1" user="{USER}" password="{PASSWORD}" retry-interval="500">
     <mirror message-acknowledgements="true" queue-creation="true" queue-removal="false" address-filter="a."/>
@@ -101,8 +101,9 @@ class Toxiproxy:
     def __init__(self, directory: pathlib.Path):
         binary = os.environ.get("TOXIPROXY_SERVER") or os.path.join(REPO_ROOT, ".tools", "bin", "toxiproxy-server")
         self.api = f"http://{HOST}:{PORT_TOXIPROXY}"
-        self.process = subprocess.Popen([binary, "-host", HOST, "-port", str(PORT_TOXIPROXY)],
-                                        stdout=open(directory / "toxiproxy.log", "w"), stderr=subprocess.STDOUT)
+        with open(directory / "toxiproxy.log", "a") as log:
+            self.process = subprocess.Popen([binary, "-host", HOST, "-port", str(PORT_TOXIPROXY)], stdout=log,
+                                            stderr=subprocess.STDOUT)
         amqp.wait_for(self._answers, timeout=30, description="toxiproxy answers")
 
     def _answers(self) -> bool:
@@ -119,8 +120,22 @@ class Toxiproxy:
             return response.read()
 
     def stop(self) -> None:
-        self.process.terminate()
+        self.process.kill()
         self.process.wait(timeout=30)
+
+
+def settled_count(broker: Broker, queue: str, quiet_s: float = 15.0, timeout_s: float = 180.0) -> int:
+    """The queue's message count once it has not changed for ``quiet_s`` (what a restarted source resends arrives
+    within seconds of its start)."""
+    deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
+    while time.monotonic() < deadline:
+        count = broker.count(queue)
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return count
+        time.sleep(2)
+    raise AssertionError(f"{queue} at {broker.name} still changing after {timeout_s} s (last {last})")
 
 
 def one_run(directory: pathlib.Path, burst: int) -> dict:
@@ -134,22 +149,25 @@ def one_run(directory: pathlib.Path, burst: int) -> dict:
         source.start()
         amqp.wait_for(lambda: source.log.read_text().count("AMQ111003") >= 2, timeout=60,
                       description="both mirror connections of a connected")
+        # One message through l1 before its answers are held back: its link is attached and has B's credits.
+        source.produce("a.warm", 1)
+        amqp.wait_for(lambda: target.count("a.warm") >= 1, timeout=60, description="l1 carrying messages")
         proxy.request("POST", "/proxies/l1/toxics", {"name": "hold", "type": "latency", "stream": "downstream",
                                                      "attributes": {"latency": HOLD_BACK_MS}})
         source.produce("a.q", COUNT)
         amqp.wait_for(lambda: target.count("a.q") >= COUNT, timeout=60, description="a.q's messages at b")
         source.produce("b.q", burst)
         amqp.wait_for(lambda: target.count("b.q") >= burst, timeout=120, description="b.q's messages at b")
-        unconfirmed = source.count("$ACTIVEMQ_ARTEMIS_MIRROR_l1")
         source.kill()
-        proxy.request("DELETE", "/proxies/l1/toxics/hold")
+        # Toxiproxy's API hangs removing a latency toxic from a connection whose end stopped reading
+        # (Shopify/toxiproxy#558): a Toxiproxy of its own, started again, without it.
+        proxy.stop()
+        proxy = Toxiproxy(directory)
+        proxy.request("POST", "/proxies", {"name": "l1", "listen": f"{HOST}:{PORT_PROXY}",
+                                           "upstream": f"{HOST}:{PORT_B}"})
         source.start()
-        amqp.wait_for(lambda: source.count("$ACTIVEMQ_ARTEMIS_MIRROR_l1") == 0, timeout=120,
-                      description="a's l1 backlog sent again and confirmed")
-        time.sleep(5)
-        held = target.count("a.q")
-        return {"burst": burst, "sent_to_a_q": COUNT, "unconfirmed_when_killed": unconfirmed, "a_q_at_b": held,
-                "delivered_again": held - COUNT}
+        held = settled_count(target, "a.q")
+        return {"burst": burst, "sent_to_a_q": COUNT, "a_q_at_b": held, "delivered_again": held - COUNT}
     finally:
         source.stop()
         target.stop()
