@@ -27,7 +27,8 @@ description:
     group; a broker that starts compares the other datacentres' records with its own (the broker plugin's
     activation check) and fences a group whose newest record names another datacentre."
   - "Fenced: refuses to activate while another reachable datacentre is active for one of the groups, unless
-    O(force=true). Every broker of the datacentre must be reachable; nothing changes otherwise."
+    O(force=true). Every broker of the datacentre must be reachable, and one of them live (not an HA pair between
+    its brokers); nothing changes otherwise."
 extends_documentation_fragment:
   - continuity.artemis.management
   - continuity.artemis.estate
@@ -255,7 +256,8 @@ def address_setting_changes(client, desired_address_settings):
 
 def survey(params, desired, selected, client_for=ArtemisManagement.from_params, desired_address_settings=None):
     """Look at every broker before changing anything: (the plan for each live broker of this datacentre, where
-    else clients may act). Raises ManagementError when a broker of this datacentre does not answer."""
+    else clients may act). Raises ManagementError when a broker of this datacentre does not answer, or none answers
+    as live (a pair between its brokers: nothing could be changed, and nothing would say so)."""
     active_elsewhere, plan = [], []
     for broker in params['brokers']:
         client = client_for(broker, params)
@@ -282,6 +284,11 @@ def survey(params, desired, selected, client_for=ArtemisManagement.from_params, 
             connections = connections_to_close(client, params, selected)
         plan.append(BrokerPlan(broker, client, live, changes, connections,
                                address_setting_changes(client, desired_address_settings or {})))
+    if not plan:
+        raise ManagementError('no broker of %s answers as live (%s): a pair between its brokers, try again once one '
+                              'of them has taken over' % (params['datacentre'], ', '.join(
+                                  broker['name'] for broker in params['brokers']
+                                  if broker['datacentre'] == params['datacentre'])))
     return plan, active_elsewhere
 
 

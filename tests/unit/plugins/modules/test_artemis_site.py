@@ -284,6 +284,18 @@ def test_a_silent_datacentre_elsewhere_is_skipped_but_its_own_must_answer():
     assert not exited and "unreachable" in result["msg"]
 
 
+@pytest.mark.parametrize("state", ["active", "passive"])
+def test_a_datacentre_whose_brokers_all_answer_as_backups_is_not_reported_changed_or_done(state):
+    # 2 x 2 seed 3's third chaos run: a failover's activation retried while the target's pair was between its
+    # brokers, found no live one, changed nothing and ended ok; the groups stayed active nowhere for 19 minutes.
+    other = "passive" if state == "active" else "active"
+    backups = {"dc2-node1": ("dc2", StubBroker(_settings(other), live=False)),
+               "dc2-node2": ("dc2", StubBroker(_settings(other), live=False))}
+    exited, result = _site(state, backups)
+    assert not exited and "no broker of dc2 answers as live (dc2-node1, dc2-node2)" in result["msg"]
+    assert all(not stub.calls and not stub.sent for _dc, stub in backups.values())
+
+
 CONFIGURED = [{"match": "#", "settings": {"dead-letter-address": "DLQ", "auto-create-queues": True}}]
 
 
