@@ -97,6 +97,10 @@ class World:
     # -- the bed ----------------------------------------------------------------------------------------------
 
     def testbed(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        if args[0] in ("start-node", "stop-node", "kill"):
+            # Which of the run's threads powers a node or a broker off and on (3 x 1 seed 2: a node a failover had
+            # powered off ran its broker again before its failback, and nothing in the log said why).
+            self.log(f"testbed {' '.join(args)} ({threading.current_thread().name})")
         done = subprocess.run([TESTBED, *args], capture_output=True, text=True, timeout=600, check=False)
         if check and done.returncode:
             raise RuntimeError(f"testbed {' '.join(args)}: {done.stderr[-500:]}")
@@ -110,6 +114,7 @@ class World:
         """As the node's init would at boot: the broker's own service script."""
         if self.estate.broker_pids(self._node(node)):
             return
+        self.log(f"broker {node} started ({threading.current_thread().name})")
         self.testbed("exec", node, "--", "sh", "-c", f"rm -f /var/opt/artemis/{node}/data/artemis.pid && runuser -u "
                      f"artemis -- /var/opt/artemis/{node}/bin/artemis-service start >/dev/null 2>&1")
 
