@@ -32,8 +32,9 @@ FAILOVER_LOSS_WINDOW_S = 30.0
 RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
 # How long an operation's end waits for every moving group's datacentre to answer before calling where they are.
 SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
-# How the collection's playbooks begin a refusal (docs/operations.md).
-REFUSAL = "Refused, nothing changed"
+# How the collection's playbooks begin a refusal: "Refused, nothing changed: ...", "Refused, no broker restarted:
+# ..." (site.yml's rolling restart).
+REFUSAL = "Refused,"
 
 
 def _failure_message(output: str) -> str:

@@ -19,6 +19,7 @@ def _failed(output):
     (REFUSED, "dc1", None, "refused"),   # unknown when it ended
     (REFUSED, "dc1", "dc1", "refused"),
     (REFUSED, "dc1", "dc2", "failed"),   # a refusal that moved them is not one
+    ("'Refused, no broker restarted: dc1-node2 not read earlier in this run'", "dc1", None, "refused"),
     ("broker unreachable", None, "dc1", "failed"),
     ("broker unreachable", "dc1", "dc1", "refused"),
 ])
