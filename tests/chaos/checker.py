@@ -37,6 +37,8 @@ from collections import defaultdict
 from chaos import history
 
 REDELIVERY_GRACE_SECONDS = 120.0
+# How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ...").
+REFUSAL = "Refused,"
 # An acknowledgement the source sent just before its replication was seen keeping up may still have been on its way.
 IN_STEP_MARGIN_SECONDS = 10.0
 DARK_TOLERANCE_SECONDS = 10.0
@@ -304,17 +306,20 @@ def operations_end_cleanly(run: Run) -> dict:
         if end is None:
             broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "started, never ended"})
             continue
-        outcomes[end["outcome"]] += 1
-        if end["outcome"] == "interrupted":
+        outcome = end["outcome"]
+        if outcome == "failed" and (end.get("message") or "").lstrip("'\"").startswith(REFUSAL):
+            outcome = "refused"  # the playbook says it refused: judged as a refusal (did the groups move?)
+        outcomes[outcome] += 1
+        if outcome == "interrupted":
             resumed = [other for other in run.operations.values() if other["start"]
                        and other["start"].get("args", {}).get("resumes") == span["id"]]
             if not any(other["end"] and other["end"]["outcome"] == "done" for other in resumed):
                 broken.append({"t": t, "id": span["id"], "operation": span["name"],
                                "why": "interrupted, and no run of it after ended done (wedged)"})
-        elif end["outcome"] == "failed":
+        elif outcome == "failed":
             broken.append({"t": t, "id": span["id"], "operation": span["name"],
                            "why": f"failed: {end.get('message') or 'no message'}"})
-        elif end["outcome"] == "refused":
+        elif outcome == "refused":
             if not (end.get("message") or "").strip():
                 broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "refused without a message"})
             before, after = _active_at(run, t, before=True), _active_at(run, end["t"], before=False)

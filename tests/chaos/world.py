@@ -17,6 +17,7 @@ import time
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     BrokerUnreachable, ManagementError)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
+from chaos.checker import REFUSAL
 from support.estate import REPO_ROOT, TESTBED
 
 # The groups that follow the active datacentre (the test bed's `all` and `books`), and `east`, owned by dc2.
@@ -32,9 +33,6 @@ FAILOVER_LOSS_WINDOW_S = 30.0
 RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
 # How long an operation's end waits for every moving group's datacentre to answer before calling where they are.
 SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
-# How the collection's playbooks begin a refusal: "Refused, nothing changed: ...", "Refused, no broker restarted:
-# ..." (site.yml's rolling restart).
-REFUSAL = "Refused,"
 
 
 def _failure_message(output: str) -> str:

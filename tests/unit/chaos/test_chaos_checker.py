@@ -247,6 +247,15 @@ def test_a_refusal_that_began_while_a_datacentre_did_not_answer_is_not_held_to_a
     assert verdict["holds"], verdict
 
 
+def test_an_operation_the_runner_called_failed_that_says_it_refused_is_judged_as_a_refusal():
+    said = "'Refused, no broker restarted: dc1-node2 not read earlier in this run'"
+    events = _clean() + _operation(120, 130, "upgrade", "o9", outcome="failed", message=said)
+    verdict = _verdicts(events + [_activity(131, "dc2")])["operations_end_cleanly"]
+    assert verdict["holds"] and verdict["counted"]["outcomes"] == {"done": 1, "refused": 1}
+    verdict = _verdicts(events + [_activity(131, "dc1")])["operations_end_cleanly"]
+    assert [item["why"] for item in verdict["broken"]] == ["refused, but groups moved: {'orders': (['dc2'], ['dc1'])}"]
+
+
 def test_the_command_line_reads_a_history_file_and_exits_1_on_a_broken_promise(tmp_path, capsys):
     path = tmp_path / "history.jsonl"
     with history.Writer(str(path)) as writer:
