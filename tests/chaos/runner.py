@@ -224,6 +224,8 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         shutil.rmtree(telemetry, ignore_errors=True)
         measurement = Measurement(estate, telemetry, routes=[], interval=measure.COLLECTOR_INTERVAL_S).__enter__()
         world.redeliveries = PREFETCH * load.consumer_count()
+        for datacentre in world.datacentres:
+            world.log(f"run: {datacentre} has {world.mirror_connections(datacentre)} mirror connections")
         sampler = threading.Thread(target=world.sample_activity, name="activity", daemon=True)
         sampler.start()
         supervisor = threading.Thread(target=world.supervise, name="supervisor", daemon=True)

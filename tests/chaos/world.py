@@ -14,6 +14,8 @@ import subprocess
 import threading
 import time
 
+import yaml
+
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     BrokerUnreachable, ManagementError)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
@@ -26,6 +28,11 @@ BRIDGE_GROUPS = ["books"]  # the test bed's full_state bridge group (`shared` is
 PROBE_ADDRESSES = {"all": "chaos.probe", "books": "books.chaos.probe", "east": "east.chaos.probe"}
 NOT_CLIENTS = {"amq", "replication"}
 ACTIVITY_INTERVAL_S = 1.0
+# The credits of a mirror connection (the acceptors' amqpCredits, set by the broker role): after a fault that cuts a
+# mirror connection, its source may send that many messages again, and Artemis's target does not always recognise
+# them (docs/upstream/mirror-duplicate-cache.md): each comes again at that datacentre.
+with open(os.path.join(REPO_ROOT, "roles", "broker", "vars", "main.yml"), encoding="utf-8") as _vars:
+    MIRROR_CREDITS = int(yaml.safe_load(_vars)["_broker_acceptor_parameters"]["amqpCredits"])
 # How often the run reads the active datacentre's replication backlog, and the most events a link may hold while it
 # keeps up (under the run's load, a sample a link keeps up in shows a few dozen).
 BACKLOG_INTERVAL_S, IN_STEP_EVENTS = 5.0, 200
@@ -76,6 +83,7 @@ class World:
         self._count = 0
         # Per datacentre, when its replication was last seen keeping up; when playbooks/reconcile.yml last started.
         self.in_step_at: dict[str, float] = {}
+        self._mirror_counts: dict[str, int] = {}
         self.reconciled_at = time.time()
 
     # -- the record --------------------------------------------------------------------------------------------
@@ -267,7 +275,12 @@ class World:
                 return
             if broker:
                 self.faulted.add(broker)
-                args["redeliveries"] = self.redeliveries
+        cut = [args["datacentre"]] if broker else args.get("between", [])
+        resend = MIRROR_CREDITS * sum(self.mirror_connections(datacentre) for datacentre in cut)
+        if broker or resend:
+            # Consumers cut off their deliveries (a broker fault), and the windows of the mirror connections it cuts.
+            args["redeliveries"] = (self.redeliveries if broker else 0) + resend
+            args["mirror_resend"] = resend
         try:
             self.writer.write("fault", name=step.name, phase="start", id=fault_id, args=args)
             self.log(f"fault {fault_id} start {args}")
@@ -486,6 +499,19 @@ class World:
         deadline = time.time() + 180
         while self.live_broker(datacentre) is None and time.time() < deadline:
             time.sleep(2)
+
+    def mirror_connections(self, datacentre: str) -> int:
+        """How many mirror connections a broker of ``datacentre`` has to the others (read once from a live broker)."""
+        if datacentre not in self._mirror_counts:
+            live = self.live_broker(datacentre)
+            try:
+                links = broker_report(live.management(timeout=5)).get("links", []) if live else None
+            except (BrokerUnreachable, ManagementError, OSError):
+                links = None
+            if links is None:
+                return 0  # not known yet: the next fault reads it again
+            self._mirror_counts[datacentre] = sum(1 for link in links if link.get("engine") == "mirror")
+        return self._mirror_counts[datacentre]
 
     def _backlog(self, datacentre: str) -> int | None:
         """What the live broker of ``datacentre`` has not yet sent across (mirror backlogs, bridge queues); None when
