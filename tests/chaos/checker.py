@@ -39,6 +39,7 @@ from chaos import history
 REDELIVERY_GRACE_SECONDS = 120.0
 # How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ...").
 REFUSAL = "Refused,"
+
 # An acknowledgement the source sent just before its replication was seen keeping up may still have been on its way.
 IN_STEP_MARGIN_SECONDS = 10.0
 DARK_TOLERANCE_SECONDS = 10.0
@@ -46,6 +47,11 @@ DARK_TOLERANCE_SECONDS = 10.0
 TAKEOVER_BOUND_SECONDS = 30.0
 EXCERPT_SECONDS = 60.0
 MAX_ITEMS = 20
+
+
+def says_refused(message: str | None) -> bool:
+    """Whether a playbook's failure message (as the runner quotes it) is one of the collection's refusals."""
+    return (message or "").lstrip("'\"").startswith(REFUSAL)
 
 
 def _spans(events: list[dict], kind: str) -> dict[str, dict]:
@@ -307,7 +313,7 @@ def operations_end_cleanly(run: Run) -> dict:
             broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "started, never ended"})
             continue
         outcome = end["outcome"]
-        if outcome == "failed" and (end.get("message") or "").lstrip("'\"").startswith(REFUSAL):
+        if outcome == "failed" and says_refused(end.get("message")):
             outcome = "refused"  # the playbook says it refused: judged as a refusal (did the groups move?)
         outcomes[outcome] += 1
         if outcome == "interrupted":

@@ -19,7 +19,7 @@ import yaml
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     BrokerUnreachable, ManagementError)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
-from chaos.checker import REFUSAL
+from chaos.checker import says_refused
 from support.estate import REPO_ROOT, TESTBED
 
 # The groups that follow the active datacentre (the test bed's `all` and `books`), and `east`, owned by dc2.
@@ -457,8 +457,7 @@ class World:
         # groups moved from the activity samples; this is the runner's reading for its own bookkeeping). A refusal
         # that says so is taken at its word unless the groups are seen to have moved (where they were, or are, may
         # be unknown while a datacentre does not answer: failback-24 of 3 x 1 seed 2).
-        said_refused = message.lstrip("'\"").startswith(REFUSAL)
-        moved = before != after and not (said_refused and (before is None or after is None))
+        moved = before != after and not (says_refused(message) and (before is None or after is None))
         return ("failed" if moved else "refused"), message
 
     def _follow(self, name, outcome, extra, after) -> None:
@@ -503,9 +502,8 @@ class World:
     def mirror_connections(self, datacentre: str) -> int:
         """How many mirror connections a broker of ``datacentre`` has to the others (read once from a live broker)."""
         if datacentre not in self._mirror_counts:
-            live = self.live_broker(datacentre)
             try:
-                links = broker_report(live.management(timeout=5)).get("links", []) if live else None
+                links = self._links(datacentre)
             except (BrokerUnreachable, ManagementError, OSError):
                 links = None
             if links is None:
@@ -516,11 +514,13 @@ class World:
     def _backlog(self, datacentre: str) -> int | None:
         """What the live broker of ``datacentre`` has not yet sent across (mirror backlogs, bridge queues); None when
         no broker of it is live."""
+        links = self._links(datacentre)
+        return None if links is None else sum(int(link.get("backlog") or 0) for link in links)
+
+    def _links(self, datacentre: str) -> list[dict] | None:
+        """The replication links of the live broker of ``datacentre`` (its report's), None when none is live."""
         live = self.live_broker(datacentre)
-        if live is None:
-            return None
-        report = broker_report(live.management(timeout=5))
-        return sum(int(link.get("backlog") or 0) for link in report.get("links", []))
+        return None if live is None else broker_report(live.management(timeout=5)).get("links", [])
 
     def playbook(self, playbook: str, extra: dict, name: str, interrupt: dict | None = None):
         """Run a playbook as the operator's controller does; its output goes to <name>.out."""
