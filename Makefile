@@ -3,16 +3,22 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 ARTEMIS_VERSION := 2.56.0
+ARTEMIS_GROUP := org.apache.artemis
 ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(ARTEMIS_VERSION)-bin.tar.gz
 # The release the upgrade drill starts from: the newest earlier one Maven Central has here (groupId of the
 # ActiveMQ days; the broker role checks its SHA-512).
 PREVIOUS_ARTEMIS_VERSION := 2.44.0
+PREVIOUS_ARTEMIS_GROUP := org.apache.activemq
 PREVIOUS_ARTEMIS_ARCHIVE := .cache/artemis/apache-artemis-$(PREVIOUS_ARTEMIS_VERSION)-bin.tar.gz
 # The unpacked distribution: its command-line client for the demo, its brokers for the unit tests.
 export ARTEMIS_HOME := $(CURDIR)/.cache/artemis/apache-artemis-$(ARTEMIS_VERSION)
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .tools/bin/toxiproxy-server
 METRICS_JARS := .cache/metrics/.fetched
+# The broker plugins (broker-plugins/), which the broker role installs from roles/broker/files/plugins.
+PLUGINS := $(shell sed -n 's|.*<module>\(.*\)</module>.*|\1|p' broker-plugins/pom.xml)
+PLUGIN_JARS := $(foreach plugin,$(PLUGINS),roles/broker/files/plugins/$(plugin).jar)
+PLUGIN_SOURCES := $(shell find broker-plugins -name '*.java' -o -name pom.xml)
 COLLECTION_LINK := .collections/ansible_collections/continuity/artemis
 # awx.awx, for the AWX configuration (awx/): Galaxy is out of reach; the last Ansible package on PyPI that bundled it.
 AWX_COLLECTION := .collections/ansible_collections/awx/awx
@@ -20,21 +26,22 @@ AWX_FROM := ansible==8.7.0
 AWX_FROM_SHA256 := fa7d3bc2dfdb0ab031df645814ff86b15cb5ec041bfbee4041f795abfa5646ca
 VENV := .venv
 PYTHON312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
-# python3-pip and a compiler: the offline rpo_job test builds a wheelhouse with the system Python (the test-bed
-# nodes' version).
+# A JDK and Maven build the broker plugins (make plugins). python3-pip and a compiler: the offline rpo_job test
+# builds a wheelhouse with the system Python (the test-bed nodes' version).
 APT_PACKAGES := openssh-server iptables iproute2 procps systemd-container debootstrap tcpdump shellcheck zookeeper slapd openssl \
-	openjdk-17-jre-headless prometheus python3-pip gcc python3-dev libssl-dev libxml2-utils
+	openjdk-17-jre-headless openjdk-17-jdk-headless maven prometheus python3-pip gcc python3-dev libssl-dev libxml2-utils
 TESTBED := tests/testbed/testbed
 GO := $(firstword $(shell command -v go) $(wildcard /usr/local/go/bin/go))
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
-	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache release
+	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache release plugins
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
+	@echo "make plugins  build the broker plugins (broker-plugins/, Maven) into roles/broker/files/plugins, with their JUnit tests"
 	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
 	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart, upgrade and certificate rotation of a 2 x 2 estate under load, the live RPO paging, the measurement installed offline on a systemd node, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
 	@echo "make chaos   faults and operations together under load, judged by the history checker: SEED=1 ESTATE=2x2|3x1 DURATION=1200 (docs/chaos.md)"
@@ -44,7 +51,9 @@ help:
 	@echo "make release  check that the changelog describes galaxy.yml's version, build the collection into dist/ and list it"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION) \
-	$(METRICS_JARS)
+	$(METRICS_JARS) $(PLUGIN_JARS)
+
+plugins: $(PLUGIN_JARS)
 
 .cache/apt.done:
 	@mkdir -p .cache
@@ -67,12 +76,12 @@ $(VENV)/.installed: requirements-dev.txt spark/requirements.txt
 
 $(ARTEMIS_ARCHIVE):
 	@mkdir -p $(dir $@)
-	mvn -q dependency:copy -Dartifact=org.apache.artemis:apache-artemis:$(ARTEMIS_VERSION):tar.gz:bin \
+	mvn -q dependency:copy -Dartifact=$(ARTEMIS_GROUP):apache-artemis:$(ARTEMIS_VERSION):tar.gz:bin \
 	  -DoutputDirectory=$(CURDIR)/$(dir $@)
 
 $(PREVIOUS_ARTEMIS_ARCHIVE):
 	@mkdir -p $(dir $@)
-	mvn -q dependency:copy -Dartifact=org.apache.activemq:apache-artemis:$(PREVIOUS_ARTEMIS_VERSION):tar.gz:bin \
+	mvn -q dependency:copy -Dartifact=$(PREVIOUS_ARTEMIS_GROUP):apache-artemis:$(PREVIOUS_ARTEMIS_VERSION):tar.gz:bin \
 	  -DoutputDirectory=$(CURDIR)/$(dir $@)
 
 $(ARTEMIS_HOME)/bin/artemis: $(ARTEMIS_ARCHIVE)
@@ -87,6 +96,23 @@ $(METRICS_JARS): roles/broker/vars/main.yml $(VENV)/.installed
 	  print("\n".join(sorted({":".join((j["group"], j["artifact"], j["version"])) for p in pins.values() for j in p["jars"]})))' | \
 	  while read -r artifact; do mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(CURDIR)/$(dir $@) || exit 1; done
 	@touch $@
+
+# One jar per plugin serves every release the role knows: it is built and its JUnit tests run against the release the
+# role installs by default, after a build against the oldest one gave byte-identical jars (the same references to
+# Artemis's classes, each found in both). Artemis's own libraries are the broker's: the jars hold only our classes.
+plugin_build = mvn -q -B -f broker-plugins/pom.xml clean package -Dartemis.groupId=$(1) -Dartemis.version=$(2) \
+	-Dmicrometer.version=$$($(VENV)/bin/python -c 'import yaml; print(yaml.safe_load(open("roles/broker/vars/main.yml"))["_broker_metrics_registries"]["$(2)"]["micrometer"])')
+$(PLUGIN_JARS) &: $(PLUGIN_SOURCES) roles/broker/vars/main.yml $(VENV)/.installed
+	@mkdir -p .cache/plugins-$(PREVIOUS_ARTEMIS_VERSION) roles/broker/files/plugins
+	$(call plugin_build,$(PREVIOUS_ARTEMIS_GROUP),$(PREVIOUS_ARTEMIS_VERSION)) -DskipTests
+	for plugin in $(PLUGINS); do cp broker-plugins/$$plugin/target/$$plugin.jar .cache/plugins-$(PREVIOUS_ARTEMIS_VERSION)/; done
+	$(call plugin_build,$(ARTEMIS_GROUP),$(ARTEMIS_VERSION))
+	for plugin in $(PLUGINS); do \
+	  cmp -s broker-plugins/$$plugin/target/$$plugin.jar .cache/plugins-$(PREVIOUS_ARTEMIS_VERSION)/$$plugin.jar || { \
+	    echo "broker-plugins/$$plugin: built against Artemis $(PREVIOUS_ARTEMIS_VERSION) and $(ARTEMIS_VERSION) it differs;" \
+	      "one jar cannot serve both releases" >&2; exit 1; }; \
+	  cp broker-plugins/$$plugin/target/$$plugin.jar roles/broker/files/plugins/; \
+	done
 
 $(TOXIPROXY):
 	@mkdir -p $(dir $@)
@@ -127,14 +153,15 @@ sanity: setup
 	tests/sanity.sh
 
 # Two workers, a test file each at a time: the Spark tests' session and the modules' fixtures stay in one worker.
+# Then the broker plugins' JUnit tests (broker-plugins/), against the release the role installs by default.
 unit: setup
 	pytest -n 2 --dist loadfile tests/unit
+	$(call plugin_build,$(ARTEMIS_GROUP),$(ARTEMIS_VERSION)) -o
 
 # The whole suite on two datacentres of plain-process nodes; then the site tests on three datacentres of nodes booting
 # systemd (the role's systemd path, one active and two passive, firewalld running on every node), the login from a
-# directory (slapd on the router) and the brokers' metrics (this bed and the drills' layouts bed turn them on: the
-# plugin is compiled on every fresh node and checked on every run). The HA layouts' kills and the measurement
-# installed offline on a systemd node are drills (make drills).
+# directory (slapd on the router) and the brokers' metrics (this bed and the drills' layouts bed turn them on). The HA
+# layouts' kills and the measurement installed offline on a systemd node are drills (make drills).
 integration: setup
 	pytest tests/integration -m "not systemd and not drill"
 	TESTBED_SYSTEMD=1 TESTBED_DCS=3 pytest -m "not drill" tests/integration/test_site.py \
@@ -224,7 +251,7 @@ bench-rpo: setup
 # A release of galaxy.yml's version (docs/testing.md): refused while the changelog does not describe it (its newest
 # release is another version, a fragment waits for a release, CHANGELOG.rst is stale); then the artifact, built into
 # dist/, is listed and refused if it holds what must never ship (tests/support/release.py).
-release: $(VENV)/.installed
+release: $(VENV)/.installed $(PLUGIN_JARS)
 	python tests/support/release.py check
 	rm -f dist/continuity-artemis-*.tar.gz
 	ansible-galaxy collection build --output-path dist

@@ -18,7 +18,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate 
 from support import prometheus
 from support.estate import REPO_ROOT, TESTBED_STATE_DIR
 
-# The systemd test bed turns metrics on (the main one does not: the plugin costs every fresh node a compile).
+# The systemd test bed turns metrics on (the main one does not).
 pytestmark = pytest.mark.systemd
 
 DASHBOARD = os.path.join(REPO_ROOT, "roles", "rpo_job", "files", "grafana", "continuity_artemis.json")

@@ -1,7 +1,8 @@
 """make release: `check` refuses a release the changelog does not describe (galaxy.yml's version is not the newest
 release in changelogs/changelog.yaml, a fragment waits for a release, CHANGELOG.rst is not what antsibull-changelog
 generates from changelog.yaml); `inspect ARTIFACT` lists what the built artifact holds and refuses one holding what
-must never ship (private keys, the test bed's inventory and secrets, caches, virtualenvs, test output, archives)."""
+must never ship (private keys, the test bed's inventory and secrets, caches, virtualenvs, test output, archives) or
+lacking the broker plugins' jars."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from xml.etree import ElementTree
 
 import semantic_version
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAVEN = "{http://maven.apache.org/POM/4.0.0}"
 
 # A PEM private-key header of any kind, spelt as tests/unit/test_no_private_keys.py spells it so that this file holds
 # none (\x45 is "E", \x41 is "A").
@@ -24,9 +27,15 @@ PRIVATE_KEY = re.compile(rb"-{5}B\x45GIN ([A-Z0-9 ]+ )?PRIV\x41TE KEY-{5}")
 # Paths in the artifact that must never ship (galaxy.yml's build_ignore is what keeps them out).
 MUST_NOT_SHIP = re.compile(
     r"(^|/)(\.cache|\.venv|\.tools|\.collections|\.testbed|\.ansible|\.pytest_cache|__pycache__|pki|dist)(/|$)"
-    r"|^tests/output(/|$)"
+    r"|^tests/output(/|$)|^broker-plugins/[^/]+/target(/|$)"
     r"|^inventories/testbed/(hosts\.yml|group_vars/all/(testbed|secrets)\.yml)$"
     r"|\.(key|p12|pfx|jks|pyc|tar\.gz)$")
+
+
+def plugin_jars() -> list[str]:
+    """What the broker role installs on the hosts, built by make plugins: a jar per module of broker-plugins/."""
+    modules = ElementTree.parse(os.path.join(REPO, "broker-plugins", "pom.xml")).getroot().iter(f"{MAVEN}module")
+    return [f"roles/broker/files/plugins/{module.text}.jar" for module in modules]
 
 
 def _load(path: str):
@@ -60,11 +69,13 @@ def check() -> list[str]:
 
 
 def inspect(artifact: str) -> list[str]:
-    """Prints what the artifact holds; returns the members that must not ship."""
+    """Prints what the artifact holds; returns the members that must not ship, and those missing that must."""
     refused = []
     sizes = collections.Counter()
     counts = collections.Counter()
     with tarfile.open(artifact) as tar:
+        names = {member.name.removeprefix("./") for member in tar.getmembers()}
+        refused.extend(f"{name} (missing: make plugins builds it)" for name in plugin_jars() if name not in names)
         for member in tar.getmembers():
             name = member.name.removeprefix("./")
             if MUST_NOT_SHIP.search(name):
@@ -88,7 +99,7 @@ if __name__ == "__main__":
         heading = "not releasable"
     elif sys.argv[1:2] == ["inspect"] and len(sys.argv) == 3:
         found = inspect(sys.argv[2])
-        heading = "must not ship, found in the artifact"
+        heading = "not releasable as built"
     else:
         sys.exit("usage: release.py check | inspect ARTIFACT")
     if found:

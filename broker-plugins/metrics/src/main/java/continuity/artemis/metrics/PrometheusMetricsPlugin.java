@@ -2,8 +2,8 @@
  * Artemis's own metrics (its <metrics> plugin mechanism) in Prometheus exposition, served over HTTPS with HTTP Basic
  * authentication against the broker's JAAS domain, to the users of one role only.
  *
- * The broker role compiles this file on the broker host against the distribution's lib/ and the Prometheus registry
- * jars it installs, so that nothing but source ships in the collection. It reads no MBean: the meters are Artemis's
+ * It runs against the distribution's lib/ and the Prometheus registry jars the broker role installs beside it. It reads
+ * no MBean: the meters are Artemis's
  * (registered by its MetricsManager on this registry), so management.xml's authorisation is neither needed nor
  * bypassed for anything but these read-only figures.
  *
