@@ -61,13 +61,13 @@ def _uri_options(settings):
     amqpIdleTimeout: the connection's TTL; the target sends a frame at least every half of it, so a connection that
     hangs (half-open across a WAN, or opened while the target was still starting) is dropped and retried after it."""
     options = (['sslEnabled=true', 'trustStoreType=PEMCA', 'trustStorePath=%s/ca.pem' % TLS_DIR, 'verifyHost=true',
-                'keyStoreType=PEM', 'keyStorePath=%s/broker.pem' % TLS_DIR] if boolean(settings['tls']) else [])
+                'keyStoreType=PEM', 'keyStorePath=%s/broker.pem' % TLS_DIR] if settings['tls'] else [])
     return '?' + ';'.join(options + ['amqpIdleTimeout=%s' % settings['idle_timeout']])
 
 
 def _mirror_connections(model, datacentre, hosts, settings):
     """Each connection lists every broker of the target datacentre (primary#backup), so it follows an HA pair."""
-    tls = boolean(settings['tls'])
+    tls = settings['tls']
     port = settings['tls_port'] if tls else settings['port']
     connections = []
     for link in model['mirror_connections']:
@@ -92,7 +92,7 @@ def _routing(model, datacentre, hosts, settings):
     inbound addresses (a queue each: a copy the plugin could not send on waits there rather than being dropped).
     An export to a broker outside the estate (no plugin there) diverts one declared address into an export queue
     whose bridge delivers to that same address, logging in with the user and password the inventory gives."""
-    tls = boolean(settings['tls'])
+    tls = settings['tls']
     peers = [other for other in model['datacentres'] if other != datacentre]
     routing = {'queues': [], 'connectors': [], 'diverts': [], 'bridges': [], 'inbound_prefix': '',
                'identity_prefixes': []}
@@ -162,6 +162,7 @@ def broker_plan(model, host, hosts, settings):
     the other datacentres' brokers log in as, and what they may do), mirror ``connections``, the bridge engine's
     ``routing``, the ``probe_addresses`` the measurement may use and the ``tls_dir`` of its TLS files."""
     datacentre = _datacentre_of(host, hosts)
+    settings = dict(settings, tls=boolean(settings['tls']))
     return {
         'datacentre': datacentre,
         'ha': _ha(host, datacentre, hosts, settings),
@@ -170,7 +171,7 @@ def broker_plan(model, host, hosts, settings):
         'address_staging': model['staging'][datacentre],
         # Without TLS the mirrors log in with the replication user's password; with TLS by their certificate, on the
         # mirror acceptor only, and the replication user has no password login at all.
-        'users': [] if boolean(settings['tls']) else [{'name': settings['user'], 'password': settings['password'],
+        'users': [] if settings['tls'] else [{'name': settings['user'], 'password': settings['password'],
                                                        'roles': [model['replication_role']]}],
         'roles': model['peer_roles'][datacentre],
         'connections': _mirror_connections(model, datacentre, hosts, settings),

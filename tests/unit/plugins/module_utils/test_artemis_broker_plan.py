@@ -6,9 +6,10 @@ import json
 import os
 
 import pytest
+import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_broker_plan import broker_plan
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_broker_plan import HA_POLICIES, broker_plan
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import EstateError
 
 HERE = os.path.join(os.path.dirname(__file__), "broker_plan")
@@ -69,3 +70,13 @@ def test_an_unknown_layout_and_a_host_outside_every_datacentre_are_named():
         _plan("dc1-a", dict(SETTINGS, layout="active_active"))
     with pytest.raises(EstateError, match=r"stray is in \[\] of replication_datacentres"):
         _plan("stray", SETTINGS)
+
+
+def test_the_layouts_the_replication_role_accepts_are_those_the_plan_knows():
+    specs_path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "replication", "meta",
+                              "argument_specs.yml")
+    with open(specs_path) as handle:
+        specs = yaml.safe_load(handle)["argument_specs"]
+
+    for entry_point in ("main", "preflight"):
+        assert specs[entry_point]["options"]["replication_layout"]["choices"] == list(HA_POLICIES)
