@@ -70,25 +70,19 @@ class IdentityStampingTest {
    }
 
    @Test
-   void a_copy_takes_the_id_of_its_original_at_its_source_and_names_its_origin() {
+   void a_copy_takes_the_id_of_its_original_at_its_source_unless_it_has_an_identity_already() {
       CoreMessage copy = message(99, "continuity.inbound.dc1");
       copy.setBrokerProperty(Message.HDR_ORIG_MESSAGE_ID, 42L);
       copy.putStringProperty(ORIGIN, "dc2");
+      CoreMessage stamped = message(98, "continuity.inbound.dc1");
+      stamped.setBrokerProperty(Message.HDR_ORIG_MESSAGE_ID, 42L);
+      stamped.putLongProperty(SOURCE_ID, 5L);
 
       IdentityStamping.stampCopy(copy);
+      IdentityStamping.stampCopy(stamped);
 
       assertEquals(42L, copy.getLongProperty(SOURCE_ID));
       assertEquals("dc2:42", stamping.identity(copy));
-   }
-
-   @Test
-   void a_copy_stamped_before_keeps_its_identity() {
-      CoreMessage copy = message(99, "continuity.inbound.dc1");
-      copy.setBrokerProperty(Message.HDR_ORIG_MESSAGE_ID, 42L);
-      copy.putLongProperty(SOURCE_ID, 5L);
-
-      IdentityStamping.stampCopy(copy);
-
-      assertEquals(5L, copy.getLongProperty(SOURCE_ID));
+      assertEquals(5L, stamped.getLongProperty(SOURCE_ID));
    }
 }
