@@ -172,7 +172,7 @@ def broker_plan(model, host, hosts, settings):
         # Without TLS the mirrors log in with the replication user's password; with TLS by their certificate, on the
         # mirror acceptor only, and the replication user has no password login at all.
         'users': [] if settings['tls'] else [{'name': settings['user'], 'password': settings['password'],
-                                                       'roles': [model['replication_role']]}],
+                                              'roles': [model['replication_role']]}],
         'roles': model['peer_roles'][datacentre],
         'connections': _mirror_connections(model, datacentre, hosts, settings),
         'routing': _routing(model, datacentre, hosts, settings),

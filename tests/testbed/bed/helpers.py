@@ -17,7 +17,7 @@ def sh(*cmd, ns=None, check=True, capture=False, input=None, stdout=None):
     if ns:
         cmd = ["ip", "netns", "exec", ns] + cmd
     r = subprocess.run(cmd, input=input, text=True, stderr=subprocess.PIPE,
-                       stdout=subprocess.PIPE if capture else stdout)
+                       stdout=subprocess.PIPE if capture else stdout, check=False)
     if check and r.returncode != 0:
         raise TestbedError(f"`{' '.join(cmd)}` failed ({r.returncode}): {r.stderr.strip()}")
     return r

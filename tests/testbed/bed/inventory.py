@@ -92,7 +92,7 @@ def write_inventory(inv, state):
 
 def _masked(password):
     """``password`` masked as Artemis's `artemis mask` does (its default codec), in the ENC(...) form it takes."""
-    [artemis, *_] = sorted(REPO.glob(".cache/artemis/apache-artemis-*/bin/artemis"), reverse=True) or [None]
+    [artemis, *_others] = sorted(REPO.glob(".cache/artemis/apache-artemis-*/bin/artemis"), reverse=True) or [None]
     if artemis is None:
         raise TestbedError("no Artemis under .cache/artemis to mask the directory's bind password with (make setup)")
     printed = sh(artemis, "mask", password, capture=True).stdout

@@ -20,7 +20,7 @@ def cgroup_dirs(name):
     """Own cgroups for each nspawn (name=systemd v1 and/or v2), so that containers do not share one."""
     dirs = []
     for line in Path("/proc/self/mounts").read_text().splitlines():
-        _, mnt, fstype, opts = line.split()[:4]
+        _device, mnt, fstype, opts = line.split()[:4]
         if fstype == "cgroup2" or (fstype == "cgroup" and "name=systemd" in opts.split(",")):
             dirs.append(Path(mnt) / f"ctb.{name}")
     return dirs
@@ -131,7 +131,7 @@ def node_init(node_dir, hostname, shared_dir):
     sshd = start_sshd()
     while True:  # as PID 1 we adopt every orphan (brokers started with nohup, ...): reap them
         try:
-            pid, _ = os.wait()
+            pid, _status = os.wait()
         except ChildProcessError:
             time.sleep(1)
             continue

@@ -68,7 +68,8 @@ def apply_latency(state):
 
 
 def restart_toxiproxy(state):
-    found = subprocess.run(["pgrep", "-f", f"toxiproxy-server -host {ROUTER_IP} "], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", f"toxiproxy-server -host {ROUTER_IP} "], capture_output=True, text=True,
+                           check=False)
     kill_and_wait([int(pid) for pid in found.stdout.split()])
     start_toxiproxy(state)
 
