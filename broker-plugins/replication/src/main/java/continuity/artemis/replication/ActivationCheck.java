@@ -11,12 +11,16 @@
  * applies with state=passive, persisted as artemis_site's are. It never opens anything to clients.
  *
  * A broker that does not answer within the timeout is not heard; when no broker of the other datacentres answers the
- * check keeps this broker's settings and says so (the datacentre may be the only one left).
+ * check keeps this broker's settings and says so (the datacentre may be the only one left, or cut off from the others
+ * by a partition). It then asks them again every recheck-ms while it is active, until one answers: a group activated
+ * elsewhere meanwhile is fenced then, persisted, and the client connections on its addresses are closed as
+ * artemis_site's fence closes them (those of the exempt users, such as the other datacentres' brokers, stay open), so a
+ * partition that hid a failover from this datacentre ends its clients' use of the group when it heals.
  *
  * Options (a <property> of <broker-plugin> in broker.xml): datacentre; connectors (comma-separated names of
  * broker.xml's connectors to the other datacentres' brokers); user (the login the certificate maps to); timeout-ms;
- * and per group fence.<group>, a JSON object: match -> the roles of each permission, comma-separated, in the order of
- * ActiveMQServerControl.addSecuritySettings.
+ * recheck-ms; exempt-users (comma-separated); and per group fence.<group>, a JSON object: match ->
+ * the roles of each permission, comma-separated, in the order of ActiveMQServerControl.addSecuritySettings.
  */
 package continuity.artemis.replication;
 
@@ -32,7 +36,9 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import java.util.function.Predicate;
 
 import org.apache.activemq.artemis.api.core.Message;
@@ -49,7 +55,12 @@ import org.apache.activemq.artemis.core.server.ActivateCallback;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.MessageReference;
 import org.apache.activemq.artemis.core.server.Queue;
+import org.apache.activemq.artemis.core.server.ServerConsumer;
+import org.apache.activemq.artemis.core.server.ServerProducer;
+import org.apache.activemq.artemis.core.server.ServerSession;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
+import org.apache.activemq.artemis.core.settings.impl.Match;
+import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
 import org.apache.activemq.artemis.json.JsonArray;
 import org.apache.activemq.artemis.json.JsonObject;
 import org.apache.activemq.artemis.utils.JsonLoader;
@@ -77,6 +88,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private List<String> connectors = List.of();
    private String user;
    private long timeoutMillis = 5000;
+   private long recheckMillis = 10000;
+   private Set<String> exemptUsers = Set.of();
+   // Asks the other datacentres again while none has answered since this broker activated.
+   private ScheduledExecutorService rechecks;
+   private volatile boolean unheard;
    // group -> match -> roles per permission
    private final Map<String, Map<String, List<String>>> fences = new TreeMap<>();
    // Groups fenced at activation, to keep in the journal once the broker has started.
@@ -93,11 +109,18 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       connectors = names.isEmpty() ? List.of() : Arrays.asList(names.split(","));
       user = properties.get("user");
       timeoutMillis = Long.parseLong(properties.getOrDefault("timeout-ms", "5000"));
+      recheckMillis = Long.parseLong(properties.getOrDefault("recheck-ms", "10000"));
+      exemptUsers = Set.copyOf(listed(properties.get("exempt-users")));
       properties.forEach((key, value) -> {
          if (key.startsWith("fence.")) {
             fences.put(key.substring("fence.".length()), fence(value));
          }
       });
+   }
+
+   private static List<String> listed(String value) {
+      return value == null || value.isBlank() ? List.of()
+         : Arrays.stream(value.split(",")).map(String::trim).filter(item -> !item.isEmpty()).toList();
    }
 
    private static Map<String, List<String>> fence(String json) {
@@ -130,29 +153,54 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          @Override
          public void activationComplete() {
             persist();
+            if (unheard) {
+               startRechecks();
+            }
+         }
+
+         @Override
+         public void deActivate() {
+            stopRechecks();
          }
       });
+   }
+
+   @Override
+   public void unregistered(ActiveMQServer server) {
+      stopRechecks();
+   }
+
+   private synchronized void startRechecks() {
+      if (rechecks == null) {
+         rechecks = Executors.newSingleThreadScheduledExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "continuity-activation-recheck");
+            thread.setDaemon(true);
+            return thread;
+         });
+         rechecks.scheduleWithFixedDelay(this::recheck, recheckMillis, recheckMillis, TimeUnit.MILLISECONDS);
+      }
+   }
+
+   private synchronized void stopRechecks() {
+      if (rechecks != null) {
+         rechecks.shutdownNow();
+         rechecks = null;
+      }
    }
 
    private void check() {
       List<Activation> records = new ArrayList<>(kept());
       Set<String> heard = new TreeSet<>();
       records.addAll(askOthers(heard));
-      if (!connectors.isEmpty() && heard.isEmpty()) {
+      unheard = !connectors.isEmpty() && heard.isEmpty();
+      if (unheard) {
          LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
-                  + "keeps its settings", timeoutMillis, connectors);
+                  + "keeps its settings and asks them again every {} ms until one answers", timeoutMillis, connectors,
+                  recheckMillis);
       }
-      for (String group : fences.keySet()) {
-         Activation newest = records.stream().filter(record -> group.equals(record.group()))
-            .max((a, b) -> Long.compare(a.at(), b.at())).orElse(null);
-         if (newest == null || newest.datacentre().equals(datacentre)) {
-            continue;
-         }
-         if (fenced(group)) {
-            LOG.info("Activation check: group {} is fenced here; its newest activation ({} at {}, kept by {}) names {}",
-                     group, newest.datacentre(), newest.at(), newest.keptBy(), newest.datacentre());
-            continue;
-         }
+      for (Map.Entry<String, Activation> elsewhere : activatedElsewhere(records).entrySet()) {
+         String group = elsewhere.getKey();
+         Activation newest = elsewhere.getValue();
          try {
             for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
                List<String> roles = setting.getValue();
@@ -170,6 +218,98 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             LOG.error("Activation check: could not fence group {} at {}", group, datacentre, e);
          }
       }
+   }
+
+   /** The groups not fenced here whose newest record names another datacentre, with that record. */
+   private Map<String, Activation> activatedElsewhere(List<Activation> records) {
+      Map<String, Activation> found = new TreeMap<>();
+      for (String group : fences.keySet()) {
+         Activation newest = records.stream().filter(record -> group.equals(record.group()))
+            .max((a, b) -> Long.compare(a.at(), b.at())).orElse(null);
+         if (newest == null || newest.datacentre().equals(datacentre)) {
+            continue;
+         }
+         if (fenced(group)) {
+            LOG.info("Activation check: group {} is fenced here; its newest activation ({} at {}, kept by {}) names {}",
+                     group, newest.datacentre(), newest.at(), newest.keptBy(), newest.datacentre());
+            continue;
+         }
+         found.put(group, newest);
+      }
+      return found;
+   }
+
+   /**
+    * Asked again while active, none of the other datacentres having answered before: once one does, the groups
+    * activated elsewhere meanwhile are fenced (persisted) and their clients' connections closed.
+    */
+   private void recheck() {
+      try {
+         List<Activation> records = new ArrayList<>(kept());
+         Set<String> heard = new TreeSet<>();
+         records.addAll(askOthers(heard));
+         if (heard.isEmpty()) {
+            return;
+         }
+         unheard = false;
+         Map<String, Activation> elsewhere = activatedElsewhere(records);
+         for (Map.Entry<String, Activation> entry : elsewhere.entrySet()) {
+            fenceNow(entry.getKey(), entry.getValue());
+         }
+         if (elsewhere.isEmpty()) {
+            LOG.info("Activation check at {}: heard {}; no group was activated elsewhere meanwhile", datacentre, heard);
+         }
+         stopRechecks();
+      } catch (Exception e) {
+         LOG.warn("Activation check: asking the other datacentres again failed; asking again in {} ms", recheckMillis,
+                  e);
+      }
+   }
+
+   private void fenceNow(String group, Activation newest) throws Exception {
+      for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+         List<String> roles = setting.getValue();
+         server.getActiveMQServerControl().addSecuritySettings(
+            setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
+            roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+      }
+      List<Pattern> matches = fences.get(group).keySet().stream()
+         .map(match -> new Match<>(match, null, server.getConfiguration().getWildcardConfiguration()).getPattern())
+         .toList();
+      int closed = 0;
+      for (RemotingConnection connection : server.getRemotingService().getConnections()) {
+         if (!exempt(connection) && works(connection, matches)) {
+            server.getActiveMQServerControl().closeConnectionWithID(connection.getID().toString());
+            closed++;
+         }
+      }
+      LOG.warn("Activation check: fenced group {} at {} while active: {} was activated for it at {} (record kept by "
+               + "{}) while the other datacentres did not answer; {} client connection(s) closed", group, datacentre,
+               newest.datacentre(), newest.at(), newest.keptBy(), closed);
+   }
+
+   /** A connection the fence leaves open: all its users exempt (none: the broker's own, such as its HA pair's). */
+   private boolean exempt(RemotingConnection connection) {
+      return server.getSessions(connection.getID().toString()).stream().map(ServerSession::getUsername)
+         .allMatch(user -> user == null || exemptUsers.contains(user));
+   }
+
+   /**
+    * Whether the connection works on the group's addresses, or on none known (no consumer or producer, or an
+    * anonymous producer: what it will do is not known), as artemis_site decides which connections a fence closes.
+    */
+   private boolean works(RemotingConnection connection, List<Pattern> matches) {
+      List<String> addresses = new ArrayList<>();
+      for (ServerSession session : server.getSessions(connection.getID().toString())) {
+         for (ServerConsumer consumer : session.getServerConsumers()) {
+            addresses.add(consumer.getQueueAddress() == null ? null : consumer.getQueueAddress().toString());
+         }
+         for (ServerProducer producer : session.getServerProducers()) {
+            addresses.add(producer.getAddress());
+         }
+      }
+      return addresses.isEmpty() || addresses.stream()
+         .anyMatch(address -> address == null || matches.stream().anyMatch(match -> match.matcher(address).matches()));
    }
 
    /**

@@ -1,0 +1,147 @@
+package continuity.artemis.replication;
+
+import java.net.ServerSocket;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.BooleanSupplier;
+
+import org.apache.activemq.artemis.api.core.QueueConfiguration;
+import org.apache.activemq.artemis.api.core.RoutingType;
+import org.apache.activemq.artemis.api.core.SimpleString;
+import org.apache.activemq.artemis.api.core.client.ActiveMQClient;
+import org.apache.activemq.artemis.api.core.client.ClientMessage;
+import org.apache.activemq.artemis.api.core.client.ClientProducer;
+import org.apache.activemq.artemis.api.core.client.ClientSession;
+import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
+import org.apache.activemq.artemis.api.core.client.ServerLocator;
+import org.apache.activemq.artemis.core.config.Configuration;
+import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
+import org.apache.activemq.artemis.core.security.Role;
+import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.ActiveMQServers;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Two brokers in this JVM: dc1's, with the activation check, and dc2's, which keeps the activation records (as
+ * artemis_site leaves them there). No security: the fence's settings are read back from dc1's repository.
+ */
+class ActivationCheckTest {
+   private static final String FENCE = "{\"books.#\": [\"\", \"\", \"\", \"\", \"\", \"\", \"amq\", \"amq\", \"\", \"\"]}";
+   private ActiveMQServer dc1;
+   private ActiveMQServer dc2;
+   private ServerLocator locator;
+   private int dc2Port;
+
+   private static int freePort() throws Exception {
+      try (ServerSocket socket = new ServerSocket(0)) {
+         return socket.getLocalPort();
+      }
+   }
+
+   private ActiveMQServer startDc1() throws Exception {
+      ActivationCheck check = new ActivationCheck();
+      check.init(Map.of("datacentre", "dc1", "connectors", "continuity.dc2", "user", "replicator",
+                        "timeout-ms", "1000", "recheck-ms", "200", "exempt-users", "replicator,cluster",
+                        "fence.books", FENCE));
+      Configuration configuration = new ConfigurationImpl().setPersistenceEnabled(false).setSecurityEnabled(false)
+         .addAcceptorConfiguration("in-vm", "vm://1")
+         .addConnectorConfiguration("continuity.dc2", "tcp://127.0.0.1:" + dc2Port);
+      configuration.registerBrokerPlugin(check);
+      ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, false);
+      server.start();
+      return server;
+   }
+
+   private ActiveMQServer startDc2(long activatedAt) throws Exception {
+      Configuration configuration = new ConfigurationImpl().setPersistenceEnabled(false).setSecurityEnabled(false)
+         .addAcceptorConfiguration("netty", "tcp://127.0.0.1:" + dc2Port);
+      ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, false);
+      server.start();
+      server.createQueue(QueueConfiguration.of("continuity.activation").setRoutingType(RoutingType.ANYCAST)
+                            .setLastValueKey("continuity_group"));
+      try (ServerLocator records = ActiveMQClient.createServerLocator("tcp://127.0.0.1:" + dc2Port);
+           ClientSessionFactory factory = records.createSessionFactory();
+           ClientSession session = factory.createSession();
+           ClientProducer producer = session.createProducer("continuity.activation")) {
+         ClientMessage record = session.createMessage(true);
+         record.putStringProperty("continuity_group", "books");
+         record.putStringProperty("continuity_active_datacentre", "dc2");
+         record.putStringProperty("continuity_activated_at", Long.toString(activatedAt));
+         producer.send(record);
+      }
+      return server;
+   }
+
+   /** A client of dc1 that consumes from the group, logged in as user. */
+   private ClientSession client(String user) throws Exception {
+      if (locator == null) {
+         locator = ActiveMQClient.createServerLocator("vm://1");
+      }
+      ClientSession session = locator.createSessionFactory().createSession(user, "secret", false, true, true, false,
+                                                                           0);
+      if (session.queueQuery(SimpleString.of("books.orders")).isExists()) {
+         session.createConsumer("books.orders");
+      } else {
+         session.createQueue(QueueConfiguration.of("books.orders").setRoutingType(RoutingType.ANYCAST));
+         session.createConsumer("books.orders");
+      }
+      return session;
+   }
+
+   private boolean fenced() {
+      Set<Role> roles = dc1.getSecurityRepository().getMatch("books.#");
+      return roles != null && roles.stream().anyMatch(role -> role.getName().equals("amq") && role.isManage())
+         && roles.stream().noneMatch(Role::isConsume);
+   }
+
+   private static void waitFor(String what, BooleanSupplier condition) throws InterruptedException {
+      for (int attempt = 0; attempt < 1000 && !condition.getAsBoolean(); attempt++) {
+         Thread.sleep(10);
+      }
+      assertTrue(condition.getAsBoolean(), what);
+   }
+
+   @AfterEach
+   void stop() throws Exception {
+      if (locator != null) {
+         locator.close();
+      }
+      for (ActiveMQServer server : new ActiveMQServer[] {dc1, dc2}) {
+         if (server != null) {
+            server.stop();
+         }
+      }
+   }
+
+   @Test
+   void a_broker_that_heard_no_other_datacentre_fences_a_group_activated_there_once_one_answers() throws Exception {
+      dc2Port = freePort();
+      dc1 = startDc1();
+      ClientSession session = client("app");
+      ClientSession peer = client("replicator");
+      assertFalse(fenced(), "fenced before any other datacentre answered");
+
+      dc2 = startDc2(System.currentTimeMillis());
+
+      waitFor("books fenced at dc1", this::fenced);
+      waitFor("the client's connection closed", session::isClosed);
+      assertFalse(peer.isClosed(), "the replication user's connection was closed");
+   }
+
+   @Test
+   void a_broker_that_hears_the_other_datacentre_at_activation_fences_there_and_asks_no_more() throws Exception {
+      dc2Port = freePort();
+      dc2 = startDc2(System.currentTimeMillis());
+
+      dc1 = startDc1();
+
+      assertTrue(fenced(), "not fenced at activation");
+      ClientSession session = client("app");
+      Thread.sleep(1000);
+      assertFalse(session.isClosed(), "a client connected after the activation check was disconnected");
+   }
+}
