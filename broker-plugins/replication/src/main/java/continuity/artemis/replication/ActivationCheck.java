@@ -191,7 +191,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private void check() {
       List<Activation> records = new ArrayList<>(kept());
       Set<String> heard = new TreeSet<>();
-      records.addAll(askOthers(heard));
+      records.addAll(askOthers(heard, false));
       unheard = !connectors.isEmpty() && heard.isEmpty();
       if (unheard) {
          LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
@@ -247,7 +247,8 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       try {
          List<Activation> records = new ArrayList<>(kept());
          Set<String> heard = new TreeSet<>();
-         records.addAll(askOthers(heard));
+         // Quietly: the start said nobody answered, and a lone datacentre would log every question for hours.
+         records.addAll(askOthers(heard, true));
          if (heard.isEmpty()) {
             return;
          }
@@ -378,8 +379,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       return records;
    }
 
-   /** The records the other datacentres' brokers keep, asked side by side; ``heard`` gets those that answered. */
-   private List<Activation> askOthers(Set<String> heard) {
+   /**
+    * The records the other datacentres' brokers keep, asked side by side; ``heard`` gets those that answered. Quietly:
+    * who did not answer is logged at debug level only.
+    */
+   private List<Activation> askOthers(Set<String> heard, boolean quietly) {
       List<Activation> records = Collections.synchronizedList(new ArrayList<>());
       if (connectors.isEmpty()) {
          return records;
@@ -393,7 +397,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          List<CompletableFuture<Void>> answers = new ArrayList<>();
          for (String connector : connectors) {
             answers.add(CompletableFuture.runAsync(() -> {
-               List<Activation> kept = ask(connector);
+               List<Activation> kept = ask(connector, quietly);
                records.addAll(kept);
                synchronized (heard) {
                   heard.add(connector);
@@ -406,8 +410,10 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             // whoever has not answered by now is not heard; the reasons were logged by ask()
          }
          synchronized (heard) {
-            LOG.info("Activation check at {}: heard {} of {} ({} records there)", datacentre, heard, connectors,
-                     records.size());
+            if (!quietly || !heard.isEmpty()) {
+               LOG.info("Activation check at {}: heard {} of {} ({} records there)", datacentre, heard, connectors,
+                        records.size());
+            }
             return new ArrayList<>(records);
          }
       } finally {
@@ -415,7 +421,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       }
    }
 
-   private List<Activation> ask(String connector) {
+   private List<Activation> ask(String connector, boolean quietly) {
       List<Activation> records = new ArrayList<>();
       TransportConfiguration transport = server.getConfiguration().getConnectorConfigurations().get(connector);
       if (transport == null) {
@@ -439,7 +445,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             }
          }
       } catch (Exception e) {
-         LOG.info("Activation check: {} did not answer: {}", connector, e.toString());
+         if (quietly) {
+            LOG.debug("Activation check: {} did not answer: {}", connector, e.toString());
+         } else {
+            LOG.info("Activation check: {} did not answer: {}", connector, e.toString());
+         }
          throw new IllegalStateException(e);
       }
       return records;
