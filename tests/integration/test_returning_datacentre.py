@@ -73,14 +73,16 @@ def test_a_datacentre_that_returns_during_a_partition_is_fenced_when_the_partiti
         assert "none of the other datacentres' brokers answered" in log, log[-3000:]
         queue = f"returning.{uuid.uuid4().hex[:8]}"
         amqp.send(dc1.amqp_url, dc1.user, dc1.password, queue, 1, timeout=10, ca_path=dc1.ca_cert)
-        receiving = concurrent.futures.ThreadPoolExecutor(1).submit(
-            amqp.receive, dc1.amqp_url, dc1.user, dc1.password, queue, 2, timeout=120, ca_path=dc1.ca_cert)
-        time.sleep(2)  # the receiver is attached before the WAN heals
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            receiving = pool.submit(amqp.receive, dc1.amqp_url, dc1.user, dc1.password, queue, 2, timeout=120,
+                                    ca_path=dc1.ca_cert)
+            time.sleep(2)  # the receiver is attached before the WAN heals
+            estate.testbed("heal")
+            with pytest.raises(amqp.AmqpError, match="failed while receiving"):
+                receiving.result(timeout=150)
     finally:
         estate.testbed("heal")
 
-    with pytest.raises(amqp.AmqpError, match="failed while receiving"):
-        receiving.result(timeout=150)
     log = estate.exec(dc1.name, "tail", "-c", f"+{logged_before + 1}", log_file)
     assert "Activation check: fenced group all at dc1 while active: dc2 was activated for it" in log, log[-3000:]
     with pytest.raises(amqp.AmqpError, match="(?i)AMQ229032|not authorized"):

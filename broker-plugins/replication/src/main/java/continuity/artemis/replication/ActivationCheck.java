@@ -12,14 +12,16 @@
  *
  * A broker that does not answer within the timeout is not heard; when no broker of the other datacentres answers the
  * check keeps this broker's settings and says so (the datacentre may be the only one left, or cut off from the others
- * by a partition). It then asks them again every recheck-ms while it is active, until one answers: a group activated
- * elsewhere meanwhile is fenced then, persisted, and the client connections on its addresses are closed as
- * artemis_site's fence closes them (those of the exempt users, such as the other datacentres' brokers, stay open), so a
- * partition that hid a failover from this datacentre ends its clients' use of the group when it heals.
+ * by a partition). It then asks them again every recheck-ms for as long as it is live (an answer from one datacentre
+ * does not speak for another that was down when a failover ran): a group whose newest record names another datacentre
+ * is fenced then, persisted, and the client connections that work on its addresses (or on none known) are closed, as
+ * artemis_site picks them; those of the exempt users and roles (the other datacentres' brokers, the HA pair) stay
+ * open. It neither waits for deliveries nor pauses queues as artemis_site's fence does. So a partition that hid a
+ * failover from this datacentre ends its clients' use of the group once it heals.
  *
  * Options (a <property> of <broker-plugin> in broker.xml): datacentre; connectors (comma-separated names of
  * broker.xml's connectors to the other datacentres' brokers); user (the login the certificate maps to); timeout-ms;
- * recheck-ms; exempt-users (comma-separated); and per group fence.<group>, a JSON object: match ->
+ * recheck-ms; exempt-users and exempt-roles (comma-separated); and per group fence.<group>, a JSON object: match ->
  * the roles of each permission, comma-separated, in the order of ActiveMQServerControl.addSecuritySettings.
  */
 package continuity.artemis.replication;
@@ -39,6 +41,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+
+import javax.security.auth.Subject;
 import java.util.function.Predicate;
 
 import org.apache.activemq.artemis.api.core.Message;
@@ -61,6 +65,7 @@ import org.apache.activemq.artemis.core.server.ServerSession;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
 import org.apache.activemq.artemis.core.settings.impl.Match;
 import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
+import org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal;
 import org.apache.activemq.artemis.json.JsonArray;
 import org.apache.activemq.artemis.json.JsonObject;
 import org.apache.activemq.artemis.utils.JsonLoader;
@@ -90,6 +95,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private long timeoutMillis = 5000;
    private long recheckMillis = 10000;
    private Set<String> exemptUsers = Set.of();
+   private Set<String> exemptRoles = Set.of();
    // Asks the other datacentres again while none has answered since this broker activated.
    private ScheduledExecutorService rechecks;
    private volatile boolean unheard;
@@ -110,7 +116,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       user = properties.get("user");
       timeoutMillis = Long.parseLong(properties.getOrDefault("timeout-ms", "5000"));
       recheckMillis = Long.parseLong(properties.getOrDefault("recheck-ms", "10000"));
+      if (recheckMillis <= 0) {
+         throw new IllegalArgumentException("ActivationCheck: recheck-ms must be above 0, got " + recheckMillis);
+      }
       exemptUsers = Set.copyOf(listed(properties.get("exempt-users")));
+      exemptRoles = Set.copyOf(listed(properties.get("exempt-roles")));
       properties.forEach((key, value) -> {
          if (key.startsWith("fence.")) {
             fences.put(key.substring("fence.".length()), fence(value));
@@ -195,10 +205,10 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       unheard = !connectors.isEmpty() && heard.isEmpty();
       if (unheard) {
          LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
-                  + "keeps its settings and asks them again every {} ms until one answers", timeoutMillis, connectors,
+                  + "keeps its settings and asks them again every {} ms while it is live", timeoutMillis, connectors,
                   recheckMillis);
       }
-      for (Map.Entry<String, Activation> elsewhere : activatedElsewhere(records).entrySet()) {
+      for (Map.Entry<String, Activation> elsewhere : activatedElsewhere(records, false).entrySet()) {
          String group = elsewhere.getKey();
          Activation newest = elsewhere.getValue();
          try {
@@ -221,7 +231,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    /** The groups not fenced here whose newest record names another datacentre, with that record. */
-   private Map<String, Activation> activatedElsewhere(List<Activation> records) {
+   private Map<String, Activation> activatedElsewhere(List<Activation> records, boolean quietly) {
       Map<String, Activation> found = new TreeMap<>();
       for (String group : fences.keySet()) {
          Activation newest = records.stream().filter(record -> group.equals(record.group()))
@@ -230,8 +240,10 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             continue;
          }
          if (fenced(group)) {
-            LOG.info("Activation check: group {} is fenced here; its newest activation ({} at {}, kept by {}) names {}",
-                     group, newest.datacentre(), newest.at(), newest.keptBy(), newest.datacentre());
+            if (!quietly) {
+               LOG.info("Activation check: group {} is fenced here; its newest activation ({} at {}, kept by {}) "
+                        + "names {}", group, newest.datacentre(), newest.at(), newest.keptBy(), newest.datacentre());
+            }
             continue;
          }
          found.put(group, newest);
@@ -240,31 +252,36 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    /**
-    * Asked again while active, none of the other datacentres having answered before: once one does, the groups
-    * activated elsewhere meanwhile are fenced (persisted) and their clients' connections closed.
+    * Asked again while live, none of the other datacentres having answered at activation: a group whose newest record
+    * names another datacentre is fenced (persisted) and its clients' connections closed. This broker's own records
+    * are read after the others' and again before each fence: an operation that activates this datacentre writes its
+    * record here before it changes a setting, so its activation is seen rather than undone.
     */
    private void recheck() {
       try {
-         List<Activation> records = new ArrayList<>(kept());
          Set<String> heard = new TreeSet<>();
          // Quietly: the start said nobody answered, and a lone datacentre would log every question for hours.
-         records.addAll(askOthers(heard, true));
+         List<Activation> others = askOthers(heard, true);
          if (heard.isEmpty()) {
             return;
          }
-         unheard = false;
-         Map<String, Activation> elsewhere = activatedElsewhere(records);
-         for (Map.Entry<String, Activation> entry : elsewhere.entrySet()) {
-            fenceNow(entry.getKey(), entry.getValue());
+         for (String group : activatedElsewhere(withKept(others), true).keySet()) {
+            // Read here again just before the fence.
+            Activation newest = activatedElsewhere(withKept(others), true).get(group);
+            if (newest != null && !Thread.currentThread().isInterrupted() && server.isActive()) {
+               fenceNow(group, newest);
+            }
          }
-         if (elsewhere.isEmpty()) {
-            LOG.info("Activation check at {}: heard {}; no group was activated elsewhere meanwhile", datacentre, heard);
-         }
-         stopRechecks();
       } catch (Exception e) {
          LOG.warn("Activation check: asking the other datacentres again failed; asking again in {} ms", recheckMillis,
                   e);
       }
+   }
+
+   private List<Activation> withKept(List<Activation> others) {
+      List<Activation> records = new ArrayList<>(others);
+      records.addAll(kept());
+      return records;
    }
 
    private void fenceNow(String group, Activation newest) throws Exception {
@@ -289,8 +306,16 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                newest.datacentre(), newest.at(), newest.keptBy(), closed);
    }
 
-   /** A connection the fence leaves open: all its users exempt (none: the broker's own, such as its HA pair's). */
+   /**
+    * A connection the fence leaves open: logged in with an exempt role (the other datacentres' brokers, whose
+    * certificate login names no exempt user), or all its users exempt (none: the broker's own, such as its HA pair's).
+    */
    private boolean exempt(RemotingConnection connection) {
+      Subject subject = connection.getSubject();
+      if (subject != null && subject.getPrincipals(RolePrincipal.class).stream()
+            .anyMatch(role -> exemptRoles.contains(role.getName()))) {
+         return true;
+      }
       return server.getSessions(connection.getID().toString()).stream().map(ServerSession::getUsername)
          .allMatch(user -> user == null || exemptUsers.contains(user));
    }

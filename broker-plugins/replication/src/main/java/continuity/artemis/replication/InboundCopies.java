@@ -26,6 +26,7 @@ import org.apache.activemq.artemis.api.core.Interceptor;
 import org.apache.activemq.artemis.api.core.Message;
 import org.apache.activemq.artemis.api.core.SimpleString;
 import org.apache.activemq.artemis.core.protocol.core.Packet;
+import org.apache.activemq.artemis.core.protocol.core.impl.wireformat.MessagePacketI;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.MessageReference;
 import org.apache.activemq.artemis.core.server.RoutingContext;
@@ -103,7 +104,7 @@ public class InboundCopies implements ActiveMQServerPlugin {
    }
 
    private boolean intercept(Packet packet, RemotingConnection connection) {
-      if (isPeer(connection)) {
+      if (packet instanceof MessagePacketI && isPeer(connection)) {
          forwarding.forward(packet);
       }
       return true;

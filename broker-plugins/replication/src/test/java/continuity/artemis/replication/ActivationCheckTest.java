@@ -23,6 +23,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -129,19 +130,37 @@ class ActivationCheckTest {
 
       waitFor("books fenced at dc1", this::fenced);
       waitFor("the client's connection closed", session::isClosed);
+      Thread.sleep(600);  // three more questions, which find the group fenced and close nothing more
       assertFalse(peer.isClosed(), "the replication user's connection was closed");
+   }
+
+   private static boolean asking() {
+      return Thread.getAllStackTraces().keySet().stream()
+         .anyMatch(thread -> thread.isAlive() && thread.getName().equals("continuity-activation-recheck"));
    }
 
    @Test
    void a_broker_that_hears_the_other_datacentre_at_activation_fences_there_and_asks_no_more() throws Exception {
       dc2Port = freePort();
       dc2 = startDc2(System.currentTimeMillis());
+      waitFor("no re-check left from another test", () -> !asking());
 
       dc1 = startDc1();
 
       assertTrue(fenced(), "not fenced at activation");
       ClientSession session = client("app");
-      Thread.sleep(1000);
+      Thread.sleep(1000);  // five re-check periods
+      assertFalse(asking(), "asking again after an activation that heard the other datacentre");
       assertFalse(session.isClosed(), "a client connected after the activation check was disconnected");
+   }
+
+   @Test
+   void a_re_check_period_that_is_not_above_zero_is_refused_at_start() {
+      ActivationCheck check = new ActivationCheck();
+
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> check.init(
+         Map.of("datacentre", "dc1", "recheck-ms", "0")));
+
+      assertTrue(refused.getMessage().contains("recheck-ms"), refused.getMessage());
    }
 }
