@@ -102,7 +102,7 @@ $(METRICS_JARS): roles/broker/vars/main.yml $(VENV)/.installed
 # Artemis's classes, each found in both). Artemis's own libraries are the broker's: the jars hold only our classes.
 plugin_build = mvn -q -B -f broker-plugins/pom.xml clean package -Dartemis.groupId=$(1) -Dartemis.version=$(2) \
 	-Dmicrometer.version=$$($(VENV)/bin/python -c 'import yaml; print(yaml.safe_load(open("roles/broker/vars/main.yml"))["_broker_metrics_registries"]["$(2)"]["micrometer"])')
-$(PLUGIN_JARS) &: $(PLUGIN_SOURCES) roles/broker/vars/main.yml $(VENV)/.installed
+$(PLUGIN_JARS) &: $(PLUGIN_SOURCES) roles/broker/vars/main.yml Makefile $(VENV)/.installed
 	@mkdir -p .cache/plugins-$(PREVIOUS_ARTEMIS_VERSION) roles/broker/files/plugins
 	$(call plugin_build,$(PREVIOUS_ARTEMIS_GROUP),$(PREVIOUS_ARTEMIS_VERSION)) -DskipTests
 	for plugin in $(PLUGINS); do cp broker-plugins/$$plugin/target/$$plugin.jar .cache/plugins-$(PREVIOUS_ARTEMIS_VERSION)/; done
