@@ -285,12 +285,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    private void fenceNow(String group, Activation newest) throws Exception {
-      for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
-         List<String> roles = setting.getValue();
-         server.getActiveMQServerControl().addSecuritySettings(
-            setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
-            roles.get(6), roles.get(7), roles.get(8), roles.get(9));
-      }
+      keepFence(group);
       List<Pattern> matches = fences.get(group).keySet().stream()
          .map(match -> new Match<>(match, null, server.getConfiguration().getWildcardConfiguration()).getPattern())
          .toList();
@@ -351,16 +346,21 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       }
       for (String group : groups) {
          try {
-            for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
-               List<String> roles = setting.getValue();
-               server.getActiveMQServerControl().addSecuritySettings(
-                  setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
-                  roles.get(6), roles.get(7), roles.get(8), roles.get(9));
-            }
+            keepFence(group);
          } catch (Exception e) {
             LOG.error("Activation check: group {} is fenced at {} but its fence could not be kept in the journal; "
                       + "fence it again (artemis_site state=passive) before this broker restarts", group, datacentre, e);
          }
+      }
+   }
+
+   /** Applies the group's fence through the management API, which keeps it in the journal. */
+   private void keepFence(String group) throws Exception {
+      for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+         List<String> roles = setting.getValue();
+         server.getActiveMQServerControl().addSecuritySettings(
+            setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
+            roles.get(6), roles.get(7), roles.get(8), roles.get(9));
       }
    }
 
