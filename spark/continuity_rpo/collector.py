@@ -10,10 +10,14 @@ so the same code answers the modules, the tests and the measurement. Per broker 
 there, from each other datacentre (broker_metrics). A broker that does not answer is skipped
 for that sample (its datacentre's rows simply stop), and so is one whose answer cannot be used (named on stderr);
 a refused login stops the collector with the broker named.
+
+Queue rows are written when they change (QueueRows): an estate of idle queues costs two rows per queue and window,
+not one per sample, and the job's figures are the same as from every sample.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -54,6 +58,41 @@ def _notice_rows(config: dict, broker: dict, where: dict, seen: dict) -> list[di
         row["appeared"] = before is not None and (row["group"], row["source"]) not in before
     seen[broker["name"]] = {(row["group"], row["source"]) for row in rows}
     return rows
+
+
+class QueueRows:
+    """Which queue rows the collector writes: a broker's row of a queue whose figures differ from its previous
+    sample, with that previous sample's; and every row of the first sample in each of the job's windows, with each
+    broker's last of the window that ended. The job's figures over a window are then those from every sample (it
+    carries each queue's last row to its broker's newest sample: metrics.queue_samples_until): its sums are the last
+    row of the window less the last row of the window before, a step across a restart is a sample long as before,
+    its minimum, maximum and last values are among the rows written, and a row left out repeats the one before it.
+    A job whose window is a multiple of ``window_seconds`` gets the same figures too."""
+
+    FIGURES = ("messages_added", "messages_acknowledged", "message_count", "delivering_count", "consumer_count")
+
+    def __init__(self, window_seconds: float):
+        self.window_seconds = window_seconds
+        self._window = None
+        self._last = {}  # (broker, queue) -> (its newest row, whether written)
+
+    def select(self, rows: list[dict], now: float) -> list[dict]:
+        window = math.floor(now / self.window_seconds)  # as the job's metrics.window_end cuts windows
+        new_window = window != self._window
+        self._window = window
+        written = [row for row, done in self._last.values() if not done] if new_window else []
+        if new_window:
+            self._last = {}  # what a sample does not hold any more (a queue deleted, a broker silent) is forgotten
+        for row in rows:
+            key = (row["broker"], row["queue"])
+            before = self._last.get(key)
+            changed = new_window or before is None or any(before[0][name] != row[name] for name in self.FIGURES)
+            if changed and before is not None and not before[1]:
+                written.append(before[0])  # the step into a change is a sample long, as the job measures a restart
+            if changed:
+                written.append(row)
+            self._last[key] = (row, changed)
+        return written
 
 
 def sample(config: dict, now: float, seen: dict | None = None) -> tuple[dict[str, list[dict]], list[str]]:
@@ -100,11 +139,13 @@ def run(config: dict, duration: float, stop: threading.Event | None = None) -> N
     store = Store(config["telemetry"], "collector", config["segment_seconds"])
     deadline = time.monotonic() + duration if duration else None
     seen: dict = {}
+    queue_rows = QueueRows(config["window_seconds"])
     try:
         while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
             started = time.monotonic()
             now = time.time()
             rows, silent = sample(config, now, seen)
+            rows["queue_samples"] = queue_rows.select(rows["queue_samples"], now)
             for kind in KINDS:
                 store.append(kind, rows[kind], now)
             if silent:

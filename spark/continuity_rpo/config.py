@@ -4,6 +4,7 @@ it from the inventory). Passwords come from files readable only by the service u
     telemetry: /var/lib/continuity-rpo/telemetry
     interval: 5                                   # seconds between collector samples
     segment_seconds: 60                           # a telemetry file is published (readable) at most this old
+    window_seconds: 60                            # the job's window: a queue's unchanged rows are left out within it
     links:                                        # every mirror connection and bridge: its datacentre, its name
       - {source: dc1, name: dc2_all, target: dc2} #   and the datacentre it leads to (the estate model's)
     brokers:                                      # metrics_url: where broker metrics are on (optional)
@@ -74,6 +75,7 @@ def load_config(path: str) -> dict:
         "telemetry": raw["telemetry"],
         "interval": float(raw.get("interval", 5)),
         "segment_seconds": float(raw.get("segment_seconds", 60)),
+        "window_seconds": float(raw.get("window_seconds", 60)),
         "links": _require(raw, "links", "", list),
         "brokers": brokers,
         "management": {"management_user": _require(management, "user", "management."),
@@ -82,6 +84,9 @@ def load_config(path: str) -> dict:
                        "ca_path": management.get("ca_path"),
                        "request_timeout": float(management.get("request_timeout", 5))},
     }
+    if not config["window_seconds"] >= config["interval"] > 0:
+        raise ConfigError(f"window_seconds ({config['window_seconds']:g}) must be at least interval "
+                          f"({config['interval']:g}), and interval more than 0")
     config["staging_delays"] = {}
     for index, delay in enumerate(raw.get("staging_delays") or []):
         group = _require(delay, "group", f"staging_delays[{index}].")

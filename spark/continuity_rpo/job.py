@@ -107,7 +107,9 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     links = metrics.link_backlog(data["link_samples"], window)
     link_windows = (rpo.join(lag, metrics.LINK_KEYS + ["window_end"], "left")
                     .join(links, metrics.LINK_KEYS + ["window_end"], "full"))
-    flow = metrics.queue_flow(data["queue_samples"], window)
+    sampled_until = spark.createDataFrame([(row["broker"], row["reported_up_to"]) for row in collector_sources],
+                                          "broker string, reported_up_to double")
+    flow = metrics.queue_flow(metrics.queue_samples_until(data["queue_samples"], sampled_until, window), window)
     if previous:
         link_windows = incremental.merge_windows(previous.link_windows, link_windows, run.touched)
         flow = incremental.carry_counter_resets(flow, previous, run.touched)

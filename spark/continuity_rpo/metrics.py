@@ -220,6 +220,20 @@ def ack_notice_deltas(notice_samples: DataFrame, as_of: float, window: int) -> D
                     "durable_mean_seconds", "delay_seconds", "last_sample_time"))
 
 
+def queue_samples_until(queue_samples: DataFrame, sampled_until: DataFrame, window: int) -> DataFrame:
+    """``queue_samples`` with each broker's series carried to its newest sample (``sampled_until``: broker,
+    reported_up_to), where the collector left the rows out because nothing changed (collector.QueueRows): the
+    series' last row again at that time, when it is in the same window. A series that stopped within the window (a
+    queue deleted) is carried too, until the window ends."""
+    newest_first = Window.partitionBy("broker", "queue").orderBy(F.col("time").desc())
+    tails = (queue_samples.withColumn("_rank", F.row_number().over(newest_first)).where(F.col("_rank") == 1)
+             .drop("_rank").join(sampled_until.select("broker", "reported_up_to"), "broker")
+             .where((F.col("reported_up_to") > F.col("time"))
+                    & (window_end(F.col("reported_up_to"), window) == window_end(F.col("time"), window)))
+             .withColumn("time", F.col("reported_up_to")).drop("reported_up_to"))
+    return queue_samples.unionByName(tails)
+
+
 def queue_flow(queue_samples: DataFrame, window: int) -> DataFrame:
     """Per datacentre, queue and window: messages in and acknowledged per second, depth (last, and min and max over
     the window's samples, summed over brokers), in-flight deliveries

@@ -401,7 +401,7 @@ def failover_loss(run: Run, rates: tuple[int, ...] = (100, 500, 1000), delays_ms
                                          ca_path=dc1.ca_cert)
                 consumer = amqp.Consumer([dc2.amqp_url], dc2.user, dc2.password, queue, ca_path=dc2.ca_cert)
                 measurement = Measurement(estate, os.path.join(work, "telemetry"), routes=[
-                    {key: route[key] for key in ("address", "source", "targets")}])
+                    {key: route[key] for key in ("address", "source", "targets")}], window_seconds=5)
                 with producer, measurement:
                     producer.wait_connected()
                     time.sleep(15)

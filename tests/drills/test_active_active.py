@@ -87,6 +87,8 @@ def _measurement(estate, work):
     config = work / "measurement.yml"
     config.write_text(yaml.safe_dump({
         "telemetry": str(work / "telemetry"), "interval": COLLECTOR_INTERVAL_S, "segment_seconds": 10,
+        # Every queue row: the job's window here is the whole run, not a multiple of the collector's.
+        "window_seconds": COLLECTOR_INTERVAL_S,
         "links": artemis_estate.mirror_connections(groups, sorted({node.dc for node in nodes}), "dc1"),
         "brokers": [{"name": node.name, "datacentre": node.dc, "management_url": node.management_url,
                      "metrics_url": node.metrics_url} for node in nodes],

@@ -65,7 +65,8 @@ def test_failover_under_load_then_failback_loses_nothing_overall(dc1_active_at_t
     # The consumers run at dc2 once it is active: what dc1 held unconsumed is what a failover can lose.
     consumer = amqp.Consumer([dc2.amqp_url], dc1.user, dc1.password, queue, ca_path=dc2.ca_cert)
     measurement = Measurement(estate, str(tmp_path / "telemetry"),
-                              routes=[{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}])
+                              routes=[{"address": "continuity.probe", "source": "dc1", "targets": ["dc2"]}],
+                              window_seconds=5)
     background = ThreadPoolExecutor(max_workers=1)
     try:
         with producer, measurement:

@@ -45,7 +45,7 @@ def published(textfile: str) -> dict:
 class Measurement:
     """Collector and prober threads writing to ``root`` while the ``with`` block runs."""
 
-    def __init__(self, estate, root: str, routes: list[dict], interval: float = 1.0):
+    def __init__(self, estate, root: str, routes: list[dict], interval: float = 1.0, window_seconds: float = 60.0):
         from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import mirror_connections
         node = estate.nodes[0]
         inventory = estate.inventory_vars()
@@ -53,7 +53,8 @@ class Measurement:
         links = [{key: connection[key] for key in ("source", "name", "target")} for connection in mirror_connections(
             inventory["replication_address_groups"], datacentres, inventory["replication_active_datacentre"])]
         self.config = {
-            "telemetry": root, "interval": interval, "segment_seconds": 2 * interval, "links": links,
+            "telemetry": root, "interval": interval, "segment_seconds": 2 * interval,
+            "window_seconds": window_seconds, "links": links,
             "brokers": [{"name": n.name, "datacentre": n.dc, "management_url": n.management_url,
                          "amqp_url": n.amqp_url} for n in estate.nodes],
             # As the rpo_job role deploys them: the brokers' read-only monitoring user, the estate's CA.

@@ -5,7 +5,7 @@ from the definitions: RPO at an instant is the age of the oldest probe not yet c
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.testing import assertDataFrameEqual
 
@@ -144,3 +144,63 @@ def test_the_job_answer_does_not_depend_on_the_order_rows_arrive_in(spark):
         results = job.compute(spark, data, config, as_of=T0 + 120)
         answers.append((results.current_rpo, results.link_sla, results.latest_lag))
     assert answers[0] == answers[1]
+
+
+@st.composite
+def estate_samples(draw):
+    """Every few seconds, a sample of two brokers' queues over a few windows: each queue idle, or taking messages in
+    bursts (counters and depth moving), a broker silent for a while, a broker restarting (its counters from 0)."""
+    window = draw(st.sampled_from([10, 30, 60]))
+    interval = draw(st.sampled_from([1, 2, 5]))
+    start = T0 + draw(st.integers(0, window - 1))
+    count = draw(st.integers(2, 4 * window // interval))
+    silent = draw(st.tuples(st.integers(0, count), st.integers(0, count)))
+    restart = draw(st.integers(0, 2 * count))
+    queues = draw(st.lists(st.tuples(st.sampled_from(["idle", "bursts", "steady"]), st.integers(1, 50)),
+                           min_size=1, max_size=4))
+    bursts = draw(st.lists(st.booleans(), min_size=count, max_size=count))
+    samples = []
+    totals = {}
+    for index in range(count):
+        rows = []
+        for broker, datacentre in (("dc1-node1", "dc1"), ("dc2-node1", "dc2")):
+            if broker == "dc2-node1" and silent[0] <= index < silent[0] + silent[1] // 4:
+                continue
+            if broker == "dc1-node1" and index == restart:
+                totals = {key: value for key, value in totals.items() if key[0] != broker}
+            for number, (kind, rate) in enumerate(queues):
+                added, acked = totals.get((broker, number), (0, 0))
+                moving = kind == "steady" or (kind == "bursts" and bursts[index])
+                if moving:
+                    added, acked = added + rate * interval, acked + (rate * interval) // 2
+                totals[(broker, number)] = (added, acked)
+                rows.append({"time": float(start + index * interval), "broker": broker, "datacentre": datacentre,
+                             "queue": f"q{number}", "address": f"q{number}", "messages_added": added,
+                             "messages_acknowledged": acked, "message_count": added - acked,
+                             "delivering_count": min(added - acked, 3 if moving else 0), "consumer_count": 1})
+        samples.append((float(start + index * interval), rows))
+    return window, samples
+
+
+# Without shrinking: a failing example is printed as found (shrinking one took Spark more than five minutes).
+@settings(SPARK_EXAMPLES, phases=[Phase.explicit, Phase.generate])
+@given(run=estate_samples())
+def test_the_collectors_changed_rows_give_the_figures_of_every_row(spark, run):
+    from continuity_rpo.collector import QueueRows
+    window, samples = run
+    every_row = [row for _time, rows in samples for row in rows]
+    selection = QueueRows(window)
+    written = [row for now, rows in samples for row in selection.select(rows, now)]
+    now = samples[-1][0]
+    # The broker's newest sample, as the job takes it from the collector's every row of any kind.
+    sampled_until = spark.createDataFrame(
+        sorted({(row["broker"], max(other["time"] for other in every_row if other["broker"] == row["broker"]))
+                for row in every_row}), "broker string, reported_up_to double")
+
+    def flow(rows):
+        samples = telemetry.from_rows(spark, {"queue_samples": rows}, now=now)["queue_samples"]
+        return metrics.queue_flow(metrics.queue_samples_until(samples, sampled_until, window), window)
+
+    from_written, from_every_row = flow(written).cache(), flow(every_row).cache()
+    assertDataFrameEqual(from_written, from_every_row)
+    assertDataFrameEqual(metrics.queue_backlog(from_written), metrics.queue_backlog(from_every_row))
