@@ -1,0 +1,57 @@
+"""B1's profile summary (tests/benchmarks/jfr_profile.py): each sample goes to the part of the broker its stack works
+for, the JDK's general code to its caller, TLS wherever it is called from."""
+
+import subprocess
+
+from benchmarks import jfr_profile
+
+
+def _frames(*classes):
+    return [{"method": {"type": {"name": name.replace(".", "/")}, "name": "run"}} for name in classes]
+
+
+def _sample(*classes, kind="jdk.ExecutionSample", weight=None):
+    values = {"stackTrace": {"frames": _frames(*classes)}}
+    if weight is not None:
+        values["weight"] = weight
+    return {"type": kind, "values": values}
+
+
+MIRROR = "org.apache.activemq.artemis.protocol.amqp.connect.mirror.AMQPMirrorControllerSource"
+
+
+def test_the_jdks_general_code_counts_for_its_caller_and_tls_for_itself():
+    assert jfr_profile.part_of(_frames("java.util.HashMap", "org.apache.activemq.artemis.core.journal.impl.JournalImpl",
+                                       "io.netty.channel.nio.NioEventLoop")) == "journal"
+    assert jfr_profile.part_of(_frames("javax.crypto.Cipher", "sun.security.ssl.SSLEngineImpl", MIRROR)) == "TLS"
+    assert jfr_profile.part_of(_frames("org.apache.qpid.proton.codec.EncoderImpl", MIRROR)) == "AMQP codec (proton)"
+    assert jfr_profile.part_of(_frames("continuity.artemis.replication.CopyForwarding")) == "continuity plugins"
+    assert jfr_profile.part_of(_frames("java.lang.Thread")) == "JDK only"
+    assert jfr_profile.part_of(_frames("com.example.Elsewhere")) == "other"
+
+
+def test_shares_of_cpu_and_of_allocated_bytes():
+    journal = "org.apache.activemq.artemis.core.journal.impl.JournalImpl"
+    events = [_sample(journal), _sample(journal), _sample("org.apache.qpid.proton.engine.impl.TransportImpl"),
+              _sample("java.lang.Object"), _sample(journal, kind="jdk.ObjectAllocationSample", weight=300),
+              _sample("io.netty.buffer.PooledByteBufAllocator", kind="jdk.ObjectAllocationSample", weight=100),
+              {"type": "jdk.ExecutionSample", "values": {"stackTrace": None}}]
+    summary = jfr_profile.summarise(events, top=1)
+    assert summary["cpu"] == {"samples": 4, "parts": {"journal": 0.5, "AMQP codec (proton)": 0.25, "JDK only": 0.25},
+                              "top_methods": [[f"{journal}.run", 0.5]]}
+    assert summary["allocation"] == {"bytes": 400, "parts": {"journal": 0.75, "remoting (netty)": 0.25}}
+
+
+def test_a_real_recording_is_read(tmp_path):
+    # The JDK make setup installs (openjdk-17-jdk-headless) has java and jfr.
+    source = tmp_path / "Busy.java"
+    source.write_text("public class Busy { public static void main(String[] a) { long end = System.nanoTime() + "
+                      "1_500_000_000L; long x = 0; while (System.nanoTime() < end) { x += String.valueOf(x).hashCode();"
+                      " } System.out.println(x); } }")
+    recording = tmp_path / "busy.jfr"
+    subprocess.run(["java", f"-XX:StartFlightRecording=filename={recording},settings=profile", str(source)],
+                   check=True, capture_output=True, timeout=120)
+    summary = jfr_profile.summarise(jfr_profile.read(str(recording)))
+    # Busy's loop is no part of the broker's, and the source launcher's compiler is the JDK's.
+    assert set(summary["cpu"]["parts"]) <= {"other", "JDK only"}
+    assert summary["cpu"]["parts"]["other"] > 0
