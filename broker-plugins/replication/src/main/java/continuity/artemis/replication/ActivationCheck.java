@@ -405,8 +405,8 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    /**
-    * The records the other datacentres' brokers keep, asked side by side; ``heard`` gets those that answered. Quietly:
-    * who did not answer is logged at debug level only.
+    * The records the other datacentres' brokers keep, asked side by side; ``heard`` gets those that answered. Quietly
+    * (a re-check, every recheck-ms for as long as the broker is live): who answered and who did not at debug level.
     */
    private List<Activation> askOthers(Set<String> heard, boolean quietly) {
       List<Activation> records = Collections.synchronizedList(new ArrayList<>());
@@ -435,7 +435,10 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             // whoever has not answered by now is not heard; the reasons were logged by ask()
          }
          synchronized (heard) {
-            if (!quietly || !heard.isEmpty()) {
+            if (quietly) {
+               LOG.debug("Activation check at {}: heard {} of {} ({} records there)", datacentre, heard, connectors,
+                         records.size());
+            } else {
                LOG.info("Activation check at {}: heard {} of {} ({} records there)", datacentre, heard, connectors,
                         records.size());
             }
