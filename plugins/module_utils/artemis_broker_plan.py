@@ -116,6 +116,7 @@ def _routing(model, datacentre, hosts, settings):
         routing['queues'].append({'name': model['activation_address'], 'durable': True,
                                   'last_value_key': model['activation_group_property']})
         routing['activation_check'] = {'datacentre': datacentre, 'user': settings['user'],
+                                       'unheard': settings['activation_unheard'],
                                        'fence_staging': model['fence_staging'],
                                        'connectors': [name for target in peers for name in connectors_of(target)]}
     routing.update(inbound_prefix=model['inbound_prefix'] if links else '',

@@ -31,7 +31,7 @@ HOSTS = {"dc1": [{"name": "dc1-a", "address": "10.0.1.1"}, {"name": "dc1-b", "ad
          "dc3": [{"name": "dc3-a", "address": "dc3-a"}]}
 SETTINGS = {"layout": "shared_nothing", "tls": True, "port": 5672, "tls_port": 5673, "ha_port": 61616,
             "ha_failback": False, "ha_failure_detection_ms": 10000, "zookeeper": {"connect-string": "zk:2181"},
-            "idle_timeout": 10000, "retry_interval": 5000, "user": "replicator",
+            "activation_unheard": "hold", "idle_timeout": 10000, "retry_interval": 5000, "user": "replicator",
             "password": "not-a-secret-replication", "external_brokers": EXTERNAL}
 PLAIN_SHARED_STORE = dict(SETTINGS, layout="shared_store", tls=False, zookeeper={}, idle_timeout=20000,
                           ha_failback=True)

@@ -10,19 +10,27 @@
  * newest record names another datacentre it applies the group's fenced security settings, exactly those artemis_site
  * applies with state=passive, persisted as artemis_site's are. It never opens anything to clients.
  *
- * A broker that does not answer within the timeout is not heard; when no broker of the other datacentres answers the
- * check keeps this broker's settings and says so (the datacentre may be the only one left, or cut off from the others
- * by a partition). It then asks them again every recheck-ms for as long as it is live (an answer from one datacentre
- * does not speak for another that was down when a failover ran): a group whose newest record names another datacentre
- * is fenced then, persisted, and the client connections that work on its addresses (or on none known) are closed, as
- * artemis_site picks them; those of the exempt users and roles (the other datacentres' brokers, the HA pair) stay
- * open. It neither waits for deliveries nor pauses queues as artemis_site's fence does. So a partition that hid a
- * failover from this datacentre ends its clients' use of the group once it heals.
+ * A broker that does not answer within the timeout is not heard. When no broker of the other datacentres answers, the
+ * datacentre may be the only one left, or cut off from the others by a partition that also hid a failover. A broker
+ * that starts cold then (it was not a backup in sync taking over from its live peer) and keeps activation records
+ * (the estate was activated while it ran) holds its groups (unheard=hold, the default): it applies their fences in
+ * memory only, not in the journal, so that it is not active beside a datacentre a failover activated meanwhile. A
+ * backup taking over keeps its settings: its pair was live a moment ago. With unheard=keep, or in those cases, the
+ * broker keeps its settings and says so. Either way it then asks the other datacentres again every recheck-ms for as
+ * long as it is live (an answer from one datacentre does not speak for another that was down when a failover ran). At
+ * the first answer a held group is fenced for good (persisted) when its newest record names another datacentre, and
+ * released (its settings as they were) otherwise; a held group whose settings were changed meanwhile (artemis_site) is
+ * left as they are. A group not held whose newest record names another datacentre is fenced then, persisted, and the
+ * client connections that work on its addresses (or on none known) are closed, as artemis_site picks them; those of
+ * the exempt users and roles (the other datacentres' brokers, the HA pair) stay open. It neither waits for deliveries
+ * nor pauses queues as artemis_site's fence does. So a partition that hid a failover from this datacentre ends its
+ * clients' use of the group once it heals.
  *
  * Options (a <property> of <broker-plugin> in broker.xml): datacentre; connectors (comma-separated names of
  * broker.xml's connectors to the other datacentres' brokers); user (the login the certificate maps to); timeout-ms;
- * recheck-ms; exempt-users and exempt-roles (comma-separated); and per group fence.<group>, a JSON object: match ->
- * the roles of each permission, comma-separated, in the order of ActiveMQServerControl.addSecuritySettings.
+ * recheck-ms; unheard (hold or keep); exempt-users and exempt-roles (comma-separated); and per group fence.<group>, a
+ * JSON object: match -> the roles of each permission, comma-separated, in the order of
+ * ActiveMQServerControl.addSecuritySettings.
  */
 package continuity.artemis.replication;
 
@@ -89,11 +97,15 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    /** An activation record, and where it was read. */
    record Activation(String group, String datacentre, long at, String keptBy) { }
 
+   /** A match held: its settings before (null: none of its own) and the fence put in their place. */
+   record Held(Set<Role> before, Set<Role> fence) { }
+
    private String datacentre;
    private List<String> connectors = List.of();
    private String user;
    private long timeoutMillis = 5000;
    private long recheckMillis = 10000;
+   private boolean holdWhenUnheard = true;
    private Set<String> exemptUsers = Set.of();
    private Set<String> exemptRoles = Set.of();
    // Asks the other datacentres again while none has answered since this broker activated.
@@ -103,6 +115,13 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private final Map<String, Map<String, List<String>>> fences = new TreeMap<>();
    // Groups fenced at activation, to keep in the journal once the broker has started.
    private final List<String> toPersist = new ArrayList<>();
+   // Groups held (fenced in memory) at a cold start that heard nobody: group -> match -> the settings before and the
+   // fence applied.
+   private final Map<String, Map<String, Held>> held = new TreeMap<>();
+   // Whether this broker has been a backup in sync with its live peer since it last activated (polled).
+   private volatile boolean syncedAsBackup;
+   private volatile boolean sharedStoreBackup;
+   private ScheduledExecutorService watch;
    private ActiveMQServer server;
 
    @Override
@@ -119,6 +138,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       if (recheckMillis <= 0) {
          throw new IllegalArgumentException("ActivationCheck: recheck-ms must be above 0, got " + recheckMillis);
       }
+      String whenUnheard = properties.getOrDefault("unheard", "hold");
+      if (!whenUnheard.equals("hold") && !whenUnheard.equals("keep")) {
+         throw new IllegalArgumentException("ActivationCheck: unheard must be hold or keep, got " + whenUnheard);
+      }
+      holdWhenUnheard = whenUnheard.equals("hold");
       exemptUsers = Set.copyOf(listed(properties.get("exempt-users")));
       exemptRoles = Set.copyOf(listed(properties.get("exempt-roles")));
       properties.forEach((key, value) -> {
@@ -154,7 +178,22 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    @Override
    public void registered(ActiveMQServer server) {
       this.server = server;
+      if (watch != null) {
+         watch.shutdownNow();
+      }
+      watch = Executors.newSingleThreadScheduledExecutor(runnable -> {
+         Thread thread = new Thread(runnable, "continuity-activation-watch");
+         thread.setDaemon(true);
+         return thread;
+      });
+      watch.scheduleWithFixedDelay(this::watchReplica, 250, 250, TimeUnit.MILLISECONDS);
       server.registerActivateCallback(new ActivateCallback() {
+         @Override
+         public void preActivate() {
+            sharedStoreBackup = server.getHAPolicy() != null && server.getHAPolicy().isBackup()
+               && server.getHAPolicy().isSharedStore();
+         }
+
          @Override
          public void activated() {
             check();
@@ -171,6 +210,9 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          @Override
          public void deActivate() {
             stopRechecks();
+            synchronized (held) {
+               held.clear();
+            }
          }
       });
    }
@@ -178,6 +220,23 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    @Override
    public void unregistered(ActiveMQServer server) {
       stopRechecks();
+      if (watch != null) {
+         watch.shutdownNow();
+      }
+   }
+
+   /**
+    * A backup that is in sync with its live peer takes over from it when it activates, and does not start cold. The
+    * pluggable quorum's backup stops saying it is in sync as it fails over, so this is read while it waits.
+    */
+   private void watchReplica() {
+      try {
+         if (!server.isActive() && server.isReplicaSync()) {
+            syncedAsBackup = true;
+         }
+      } catch (RuntimeException e) {
+         LOG.debug("Activation check: could not read whether this broker is a backup in sync", e);
+      }
    }
 
    private synchronized void startRechecks() {
@@ -199,14 +258,19 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    private void check() {
-      List<Activation> records = new ArrayList<>(kept());
+      boolean tookOver = syncedAsBackup || sharedStoreBackup;
+      syncedAsBackup = false;
+      List<Activation> kept = kept();
+      List<Activation> records = new ArrayList<>(kept);
       Set<String> heard = new TreeSet<>();
       records.addAll(askOthers(heard, false));
       unheard = !connectors.isEmpty() && heard.isEmpty();
-      if (unheard) {
+      boolean hold = unheard && holdWhenUnheard && !tookOver && !kept.isEmpty();
+      if (unheard && !hold) {
          LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
-                  + "keeps its settings and asks them again every {} ms while it is live", timeoutMillis, connectors,
-                  recheckMillis);
+                  + "keeps its settings ({}) and asks them again every {} ms while it is live", timeoutMillis,
+                  connectors, tookOver ? "a backup taking over from its live peer" : kept.isEmpty()
+                     ? "it keeps no activation record" : "unheard=keep", recheckMillis);
       }
       for (Map.Entry<String, Activation> elsewhere : activatedElsewhere(records, false).entrySet()) {
          String group = elsewhere.getKey();
@@ -226,6 +290,93 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                      group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
          } catch (Exception e) {
             LOG.error("Activation check: could not fence group {} at {}", group, datacentre, e);
+         }
+      }
+      if (hold) {
+         holdGroups();
+      }
+   }
+
+   /** Fences in memory every group not fenced here, keeping what it replaced. */
+   private void holdGroups() {
+      List<String> groups = new ArrayList<>();
+      synchronized (held) {
+         for (String group : fences.keySet()) {
+            if (fenced(group)) {
+               continue;
+            }
+            Map<String, Held> matches = new TreeMap<>();
+            for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
+               String match = setting.getKey();
+               List<String> roles = setting.getValue();
+               Set<Role> before = server.getSecurityRepository().containsExactMatch(match)
+                  ? server.getSecurityRepository().getMatch(match) : null;
+               Set<Role> fence = SecurityFormatter.createSecurity(roles.get(0), roles.get(1), roles.get(2),
+                  roles.get(3), roles.get(4), roles.get(5), roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+               server.getSecurityRepository().addMatch(match, fence);
+               matches.put(match, new Held(before, fence));
+            }
+            held.put(group, matches);
+            groups.add(group);
+         }
+      }
+      if (groups.isEmpty()) {
+         LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); every group is "
+                  + "fenced here already; asking them again every {} ms while live", timeoutMillis, connectors,
+                  recheckMillis);
+         return;
+      }
+      LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}) and this broker "
+               + "started cold: groups {} held at {} (fenced, not in the journal; clients may not send or consume "
+               + "there) until one answers, asked every {} ms; then released if the newest record names {}, fenced "
+               + "if it names another datacentre", timeoutMillis, connectors, groups, datacentre, recheckMillis,
+               datacentre);
+   }
+
+   /**
+    * Settles the held groups once another datacentre answered: fenced for good where the newest record names another
+    * datacentre, released otherwise; left as they are where something else (artemis_site) changed their settings.
+    */
+   private void settleHeld(List<Activation> records) throws Exception {
+      Map<String, Map<String, Held>> holding;
+      synchronized (held) {
+         holding = new TreeMap<>(held);
+      }
+      for (Map.Entry<String, Map<String, Held>> entry : holding.entrySet()) {
+         String group = entry.getKey();
+         if (Thread.currentThread().isInterrupted() || !server.isActive()) {
+            return;
+         }
+         synchronized (held) {
+            if (held.remove(group) == null) {
+               continue;
+            }
+            boolean ours = entry.getValue().entrySet().stream().allMatch(
+               match -> server.getSecurityRepository().getMatch(match.getKey()) == match.getValue().fence());
+            if (!ours) {
+               LOG.info("Activation check: group {} was held at {} and its settings have changed since; they stay",
+                        group, datacentre);
+               continue;
+            }
+            Activation newest = records.stream().filter(record -> group.equals(record.group()))
+               .max((a, b) -> Long.compare(a.at(), b.at())).orElse(null);
+            if (newest != null && !newest.datacentre().equals(datacentre)) {
+               keepFence(group);
+               LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}) "
+                        + "while the other datacentres did not answer; it was held since this broker started",
+                        group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
+               continue;
+            }
+            for (Map.Entry<String, Held> match : entry.getValue().entrySet()) {
+               if (match.getValue().before() == null) {
+                  server.getSecurityRepository().removeMatch(match.getKey());
+               } else {
+                  server.getSecurityRepository().addMatch(match.getKey(), match.getValue().before());
+               }
+            }
+            LOG.warn("Activation check: released group {} at {}: another datacentre answered and no record names "
+                     + "another datacentre after this one's (newest: {})", group, datacentre,
+                     newest == null ? "none" : newest.datacentre() + " at " + newest.at());
          }
       }
    }
@@ -265,6 +416,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          if (heard.isEmpty()) {
             return;
          }
+         settleHeld(withKept(others));
          for (String group : activatedElsewhere(withKept(others), true).keySet()) {
             // Read here again just before the fence.
             Activation newest = activatedElsewhere(withKept(others), true).get(group);

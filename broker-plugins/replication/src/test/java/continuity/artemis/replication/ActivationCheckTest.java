@@ -1,6 +1,8 @@
 package continuity.artemis.replication;
 
 import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
@@ -21,6 +23,7 @@ import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -28,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Two brokers in this JVM: dc1's, with the activation check, and dc2's, which keeps the activation records (as
- * artemis_site leaves them there). No security: the fence's settings are read back from dc1's repository.
+ * artemis_site leaves them there). No security: the fence's settings are read back from dc1's repository. dc1 keeps
+ * no journal, except in the tests of a cold start, where it keeps its own records across a restart.
  */
 class ActivationCheckTest {
    private static final String FENCE = "{\"books.#\": [\"\", \"\", \"\", \"\", \"\", \"\", \"amq\", \"amq\", \"\", \"\"]}";
@@ -44,37 +48,76 @@ class ActivationCheckTest {
    }
 
    private ActiveMQServer startDc1() throws Exception {
+      return startDc1(Map.of(), null);
+   }
+
+   /** dc1's broker with the check's options and these; with a journal in dataDir unless it is null. */
+   private ActiveMQServer startDc1(Map<String, String> options, Path dataDir) throws Exception {
       ActivationCheck check = new ActivationCheck();
-      check.init(Map.of("datacentre", "dc1", "connectors", "continuity.dc2", "user", "replicator",
-                        "timeout-ms", "1000", "recheck-ms", "200", "exempt-users", "replicator,cluster",
-                        "fence.books", FENCE));
-      Configuration configuration = new ConfigurationImpl().setPersistenceEnabled(false).setSecurityEnabled(false)
+      Map<String, String> properties = new HashMap<>(Map.of(
+         "datacentre", "dc1", "connectors", "continuity.dc2", "user", "replicator", "timeout-ms", "1000",
+         "recheck-ms", "200", "exempt-users", "replicator,cluster", "fence.books", FENCE));
+      properties.putAll(options);
+      check.init(properties);
+      Configuration configuration = new ConfigurationImpl().setPersistenceEnabled(dataDir != null)
+         .setSecurityEnabled(false)
          .addAcceptorConfiguration("in-vm", "vm://1")
          .addConnectorConfiguration("continuity.dc2", "tcp://127.0.0.1:" + dc2Port);
+      if (dataDir != null) {
+         configuration.setJournalDirectory(dataDir.resolve("journal").toString())
+            .setBindingsDirectory(dataDir.resolve("bindings").toString())
+            .setPagingDirectory(dataDir.resolve("paging").toString())
+            .setLargeMessagesDirectory(dataDir.resolve("large-messages").toString());
+      }
       configuration.registerBrokerPlugin(check);
-      ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, false);
+      ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, dataDir != null);
       server.start();
       return server;
    }
 
    private ActiveMQServer startDc2(long activatedAt) throws Exception {
+      return startDc2("dc2", activatedAt);
+   }
+
+   /** dc2's broker, keeping a record that activatedDatacentre was activated for books at activatedAt. */
+   private ActiveMQServer startDc2(String activatedDatacentre, long activatedAt) throws Exception {
       Configuration configuration = new ConfigurationImpl().setPersistenceEnabled(false).setSecurityEnabled(false)
          .addAcceptorConfiguration("netty", "tcp://127.0.0.1:" + dc2Port);
       ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, false);
       server.start();
-      server.createQueue(QueueConfiguration.of("continuity.activation").setRoutingType(RoutingType.ANYCAST)
-                            .setLastValueKey("continuity_group"));
-      try (ServerLocator records = ActiveMQClient.createServerLocator("tcp://127.0.0.1:" + dc2Port);
+      keepRecord(server, "tcp://127.0.0.1:" + dc2Port, activatedDatacentre, activatedAt);
+      return server;
+   }
+
+   /** What artemis_site leaves at a broker when it activates a datacentre for books. */
+   private static void keepRecord(ActiveMQServer server, String url, String activatedDatacentre, long activatedAt)
+      throws Exception {
+      if (server.locateQueue("continuity.activation") == null) {
+         server.createQueue(QueueConfiguration.of("continuity.activation").setRoutingType(RoutingType.ANYCAST)
+                               .setLastValueKey("continuity_group"));
+      }
+      try (ServerLocator records = ActiveMQClient.createServerLocator(url);
            ClientSessionFactory factory = records.createSessionFactory();
            ClientSession session = factory.createSession();
            ClientProducer producer = session.createProducer("continuity.activation")) {
          ClientMessage record = session.createMessage(true);
          record.putStringProperty("continuity_group", "books");
-         record.putStringProperty("continuity_active_datacentre", "dc2");
+         record.putStringProperty("continuity_active_datacentre", activatedDatacentre);
          record.putStringProperty("continuity_activated_at", Long.toString(activatedAt));
          producer.send(record);
       }
-      return server;
+   }
+
+   /** dc1 activated for books (its own record kept), then stopped: it starts cold next time. */
+   private void dc1ActivatedThenStopped(Path dataDir, long activatedAt) throws Exception {
+      ActiveMQServer first = startDc1(Map.of(), dataDir);
+      keepRecord(first, "vm://1", "dc1", activatedAt);
+      first.stop();
+   }
+
+   private boolean fenceKeptInJournal() throws Exception {
+      return dc1.getStorageManager().recoverSecuritySettings().stream()
+         .anyMatch(setting -> setting.getAddressMatch().toString().equals("books.#"));
    }
 
    /** A client of dc1 that consumes from the group, logged in as user. */
@@ -152,6 +195,65 @@ class ActivationCheckTest {
       Thread.sleep(1000);  // five re-check periods
       assertFalse(asking(), "asking again after an activation that heard the other datacentre");
       assertFalse(session.isClosed(), "a client connected after the activation check was disconnected");
+   }
+
+   @Test
+   void a_broker_that_starts_cold_and_hears_nobody_holds_its_groups_and_releases_them_when_an_answer_names_no_other(
+      @TempDir Path dataDir) throws Exception {
+      dc2Port = freePort();
+      long activatedAt = System.currentTimeMillis();
+      dc1ActivatedThenStopped(dataDir, activatedAt);
+
+      dc1 = startDc1(Map.of(), dataDir);
+
+      assertTrue(fenced(), "a cold start that heard nobody did not hold the group");
+      assertFalse(fenceKeptInJournal(), "the hold was kept in the journal");
+      dc2 = startDc2("dc1", activatedAt);
+      waitFor("books released at dc1", () -> !fenced());
+      Set<Role> after = dc1.getSecurityRepository().getMatch("books.#");
+      assertTrue(after == null || after.isEmpty(), "the settings before the hold came back other than they were: "
+                 + after);
+      assertFalse(fenceKeptInJournal(), "a released group was fenced in the journal");
+   }
+
+   @Test
+   void a_broker_that_starts_cold_and_hears_nobody_fences_a_held_group_for_good_when_an_answer_names_another(
+      @TempDir Path dataDir) throws Exception {
+      dc2Port = freePort();
+      long activatedAt = System.currentTimeMillis();
+      dc1ActivatedThenStopped(dataDir, activatedAt);
+
+      dc1 = startDc1(Map.of(), dataDir);
+      assertTrue(fenced(), "a cold start that heard nobody did not hold the group");
+      dc2 = startDc2("dc2", activatedAt + 1000);
+
+      waitFor("the fence kept in the journal", () -> {
+         try {
+            return fenceKeptInJournal();
+         } catch (Exception e) {
+            throw new AssertionError(e);
+         }
+      });
+      Thread.sleep(600);  // three more questions
+      assertTrue(fenced(), "a group activated elsewhere was released");
+   }
+
+   @Test
+   void a_broker_told_to_keep_its_settings_when_unheard_does_not_hold(@TempDir Path dataDir) throws Exception {
+      dc2Port = freePort();
+      dc1ActivatedThenStopped(dataDir, System.currentTimeMillis());
+
+      dc1 = startDc1(Map.of("unheard", "keep"), dataDir);
+
+      assertFalse(fenced(), "held although told to keep its settings");
+   }
+
+   @Test
+   void an_unheard_choice_other_than_hold_or_keep_is_refused_at_start() {
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> new ActivationCheck()
+         .init(Map.of("datacentre", "dc1", "unheard", "wait")));
+
+      assertTrue(refused.getMessage().contains("unheard"), refused.getMessage());
    }
 
    @Test
