@@ -361,7 +361,12 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             Activation newest = records.stream().filter(record -> group.equals(record.group()))
                .max((a, b) -> Long.compare(a.at(), b.at())).orElse(null);
             if (newest != null && !newest.datacentre().equals(datacentre)) {
-               keepFence(group);
+               try {
+                  keepFence(group);
+               } catch (Exception e) {
+                  held.put(group, entry.getValue());  // still held in memory: the next answer tries again
+                  throw e;
+               }
                LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}) "
                         + "while the other datacentres did not answer; it was held since this broker started",
                         group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
