@@ -309,7 +309,9 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
                String match = setting.getKey();
                List<String> roles = setting.getValue();
+               // A match with wildcards is kept apart from a literal one.
                Set<Role> before = server.getSecurityRepository().containsExactMatch(match)
+                  || server.getSecurityRepository().containsExactWildcardMatch(match)
                   ? server.getSecurityRepository().getMatch(match) : null;
                Set<Role> fence = SecurityFormatter.createSecurity(roles.get(0), roles.get(1), roles.get(2),
                   roles.get(3), roles.get(4), roles.get(5), roles.get(6), roles.get(7), roles.get(8), roles.get(9));
