@@ -277,10 +277,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          Activation newest = elsewhere.getValue();
          try {
             for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
-               List<String> roles = setting.getValue();
-               server.getSecurityRepository().addMatch(setting.getKey(), SecurityFormatter.createSecurity(
-                  roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5), roles.get(6),
-                  roles.get(7), roles.get(8), roles.get(9)));
+               server.getSecurityRepository().addMatch(setting.getKey(), security(setting.getValue()));
             }
             synchronized (toPersist) {
                toPersist.add(group);
@@ -297,6 +294,12 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       }
    }
 
+   /** The security settings of a fence's roles per permission (in the order of addSecuritySettings). */
+   private static Set<Role> security(List<String> roles) {
+      return SecurityFormatter.createSecurity(roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4),
+                                              roles.get(5), roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+   }
+
    /** Fences in memory every group not fenced here, keeping what it replaced. */
    private void holdGroups() {
       List<String> groups = new ArrayList<>();
@@ -308,13 +311,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             Map<String, Held> matches = new TreeMap<>();
             for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
                String match = setting.getKey();
-               List<String> roles = setting.getValue();
                // A match with wildcards is kept apart from a literal one.
                Set<Role> before = server.getSecurityRepository().containsExactMatch(match)
                   || server.getSecurityRepository().containsExactWildcardMatch(match)
                   ? server.getSecurityRepository().getMatch(match) : null;
-               Set<Role> fence = SecurityFormatter.createSecurity(roles.get(0), roles.get(1), roles.get(2),
-                  roles.get(3), roles.get(4), roles.get(5), roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+               Set<Role> fence = security(setting.getValue());
                server.getSecurityRepository().addMatch(match, fence);
                matches.put(match, new Held(before, fence));
             }
