@@ -22,6 +22,7 @@ KEEP_TESTBED=1; --reuse runs on the bed such a run left).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -39,14 +40,13 @@ import uuid
 import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
-from benchmarks import render, rpo_job
+from benchmarks import broker_process, render, rpo_job
 from support import ledger
 from support import amqp_clients as amqp
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook, set_layout_vars
 from support.measurement import Measurement
 
-RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
 INVENTORY = os.path.join(REPO_ROOT, ".cache", "bench", "inventory")
 ARTEMIS_HOME = os.environ.get("ARTEMIS_HOME") or os.path.join(REPO_ROOT, ".cache", "artemis", "apache-artemis-2.56.0")
 # What B1 sends to: the estate mirrors `repl.`; `local.` is in no group. (A `sync` mirror, Artemis's synchronous
@@ -77,10 +77,11 @@ def testbed(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([TESTBED, *args], check=check, capture_output=True, text=True, timeout=1800)
 
 
-def converge() -> float:
-    """site.yml on the benchmark's inventory; its wall time."""
+def converge(overrides: dict | None = None) -> float:
+    """site.yml on the benchmark's inventory (with ``overrides`` as extra variables); its wall time."""
     started = time.monotonic()
-    result = run_playbook("site.yml", inventory=INVENTORY)
+    result = run_playbook("site.yml", inventory=INVENTORY,
+                          extra_args=["--extra-vars", json.dumps(overrides)] if overrides else None)
     if result.rc != 0:  # an exception the run records for the benchmark at hand, not an exit that loses the rest
         raise RuntimeError(f"site.yml failed on the benchmark's test bed:\n{result.output[-4000:]}")
     return time.monotonic() - started
@@ -104,14 +105,23 @@ def build(nodes_per_dc: int) -> tuple[Estate, dict, float]:
     return Estate.from_testbed(INVENTORY), settings, converge()
 
 
-def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | None) -> list[dict]:
-    """One run of `artemis perf client` (one producer, one consumer) against ``node``; its JSON report."""
+def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | None, protocol: str = "core",
+                rate: int | None = None, truststore: tuple[str, str] | None = None) -> list[dict]:
+    """One run of `artemis perf client` (one producer, one consumer) against ``node``, speaking CORE (the perf
+    client's default) or AMQP (Qpid JMS, which needs ``truststore``: a PKCS12 file and its password), unbounded or
+    at ``rate`` messages per second; its JSON report."""
+    if protocol == "core":
+        url = node.core_url
+    else:
+        location, store_password = truststore
+        url = (f"{node.amqp_url}?transport.trustStoreLocation={location}&transport.trustStorePassword={store_password}"
+               "&transport.verifyHost=true")
     with tempfile.TemporaryDirectory() as work:
         report = os.path.join(work, "report.json")
-        command = [os.path.join(ARTEMIS_HOME, "bin", "artemis"), "perf", "client", "--silent", "--url", node.core_url,
-                   "--user", node.user, "--password", node.password, "--persistent", "--message-size", "1024",
-                   "--duration", str(seconds), "--warmup", str(warmup), "--json", report,
-                   f"queue://{destination}"]
+        command = [os.path.join(ARTEMIS_HOME, "bin", "artemis"), "perf", "client", "--silent", "--url", url,
+                   "--protocol", protocol, "--user", node.user, "--password", node.password, "--persistent",
+                   "--message-size", "1024", "--duration", str(seconds), "--warmup", str(warmup), "--json", report,
+                   *(["--rate", str(rate)] if rate else []), f"queue://{destination}"]
         if cpus is not None:
             command = ["taskset", "-c", cpus] + command
         result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + warmup + 120,
@@ -121,6 +131,15 @@ def perf_client(node, destination: str, seconds: int, warmup: int, cpus: str | N
                                f"{result.stdout[-2000:]}")
         with open(report) as handle:
             return json.load(handle)
+
+
+def amqp_truststore(ca_cert: str, work: str) -> tuple[str, str]:
+    """The estate's CA as a PKCS12 trust store for Qpid JMS (which reads no PEM); a public certificate only, so its
+    password protects nothing and is made up here."""
+    location, store_password = os.path.join(work, "ca.p12"), uuid.uuid4().hex
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "estate-ca", "-file", ca_cert, "-keystore",
+                    location, "-storetype", "PKCS12", "-storepass", store_password], check=True, capture_output=True)
+    return location, store_password
 
 
 def sent_rate(report: list[dict]) -> float:
@@ -153,53 +172,157 @@ def pin(estate: Estate, pinned: bool) -> None:
         testbed("cpus", node.name, PINNED[node.dc] if pinned else "all")
 
 
+def b1_variants() -> dict:
+    """B1's variants that change the estate (site.yml's extra variables, converged into and back): what a part costs
+    the producer. Without TLS the mirrors need a plain-text AMQP acceptor that takes their password (the replication
+    role's preflight says so), and the bridge engine, which needs TLS, is left out meanwhile."""
+    with open(os.path.join(REPO_ROOT, "roles", "broker", "defaults", "main.yml")) as handle:
+        acceptors = yaml.safe_load(handle)["broker_acceptors"]
+    plain = {"name": "mirror-plain", "port": 5672, "protocols": ["AMQP"], "tls": False, "plain_text_passwords": True}
+    return {"broker metrics on": {"broker_metrics_enabled": True},
+            "mirror TLS off": {"replication_tls": False, "broker_acceptors": acceptors + [plain],
+                               "replication_address_groups": [group for group in ADDRESS_GROUPS
+                                                              if group.get("engine") != "bridge"]}}
+
+
+def _b1_run(estate: Estate, kind: str, pinned: bool, seconds: int, warmup: int, protocol: str = "core",
+            rate: int | None = None, truststore: tuple[str, str] | None = None, profile: bool = False) -> dict:
+    """One perf client run to ``kind``'s destination at dc1 (on a new queue): the producer's rate, the send and
+    transfer times, each broker's CPU per message (from before the run until the mirror has sent everything), and
+    with ``profile`` a Flight Recorder summary of dc1's broker over the run."""
+    dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
+    destination = f"{DESTINATIONS[kind]}.{uuid.uuid4().hex[:8]}"
+    cpu_before = {node.dc: broker_process.cpu_seconds(node) for node in (dc1, dc2)}
+    recorded: dict = {}
+    recording = (broker_process.flight_recording(dc1, f"b1-{uuid.uuid4().hex[:8]}", recorded) if profile
+                 else contextlib.nullcontext())
+    with recording:
+        report = perf_client(dc1, destination, seconds, warmup, PINNED["client"] if pinned else None, protocol,
+                             rate, truststore)
+    backlog = mirror_backlog(dc1)
+    drained = wait_mirror_drained(dc1)
+    cpu_used = {node.dc: broker_process.cpu_seconds(node) - cpu_before[node.dc] for node in (dc1, dc2)}
+    totals = next(sample for sample in report if sample.get("sampleType") == "summary")
+    messages = totals["totalCompleted"]
+    row = {"pinned": pinned, "kind": kind, "protocol": protocol, "rate": rate, "destination": destination,
+           "sent_per_s": round(sent_rate(report), 1), "messages": messages,
+           "cpu_us_per_message": {dc: round(used * 1e6 / messages, 1) for dc, used in cpu_used.items()},
+           "send_time_us": {q: totals["totalSendTime"][q] for q in ("50", "99")},
+           "transfer_time_us": {q: totals["totalTransferTime"][q] for q in ("50", "99")},
+           "backlog_at_end": backlog, "backlog_drain_s": round(drained, 1), "report": report}
+    if profile:
+        row["profile"] = recorded
+        # The allocation samples' weights estimate every byte allocated over the recording.
+        row["allocated_bytes_per_message"] = round(recorded["allocation"]["bytes"] / messages)
+    return row
+
+
+def _b1_ratios(runs: list[dict]) -> dict:
+    """Mirrored / unmirrored producer rate per round of ``runs`` (each round one run of each kind), and each kind's
+    median CPU per message and send and transfer times."""
+    by_round: dict = {}
+    for row in runs:
+        by_round.setdefault(row["round"], {})[row["kind"]] = row
+    rounds = [pair for pair in by_round.values() if {"async", "unmirrored"} <= set(pair)]
+    ratios = [pair["async"]["sent_per_s"] / pair["unmirrored"]["sent_per_s"] for pair in rounds]
+    per_kind = {}
+    for kind in DESTINATIONS:
+        rows = [row for row in runs if row["kind"] == kind]
+        per_kind[kind] = {
+            "sent_per_s": [row["sent_per_s"] for row in rows],
+            "cpu_us_per_message": {dc: round(statistics.median(row["cpu_us_per_message"][dc] for row in rows), 1)
+                                   for dc in ("dc1", "dc2")},
+            "send_time_us": {q: statistics.median(row["send_time_us"][q] for row in rows) for q in ("50", "99")},
+            "transfer_time_us": {q: statistics.median(row["transfer_time_us"][q] for row in rows)
+                                 for q in ("50", "99")}}
+    return {"ratios": [round(x, 3) for x in ratios],
+            "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
+            "all_rounds_ratio": round(sum(pair["async"]["sent_per_s"] for pair in rounds)
+                                      / sum(pair["unmirrored"]["sent_per_s"] for pair in rounds), 3) if rounds else None,
+            "mirrored_per_s": per_kind["async"]["sent_per_s"], "unmirrored_per_s": per_kind["unmirrored"]["sent_per_s"],
+            "per_kind": per_kind}
+
+
 def mirror_cost(run: Run) -> dict:
-    """B1: alternating rounds; each round sends to every destination once, on a new queue."""
+    """B1: rounds of one run to each destination (a new queue each), CORE unpinned and pinned; then pinned: AMQP
+    producers, CORE at half the unmirrored rate (the latency users feel before saturation), and one run of each
+    protocol and destination under Flight Recorder; then each of B1_VARIANTS converged in, pinned CORE rounds and a
+    profile, and converged back."""
     estate, rounds, seconds, warmup = run.estate, run.rounds, run.seconds, run.warmup
-    dc1 = estate.dc("dc1")
-    runs = []
-    for pinned in (False, True):
-        pin(estate, pinned)
+    runs: list[dict] = []
+
+    def measure(measured_set: str, round_number: int, kind: str, pinned: bool = True, **options) -> dict:
+        row = {"set": measured_set, "round": round_number, **_b1_run(estate, kind, pinned, seconds, warmup, **options)}
+        runs.append(row)
+        print(f"B1 {measured_set} {'pinned' if pinned else 'unpinned'} round {round_number} {kind}: "
+              f"{row['sent_per_s']} msg/s, CPU per message {row['cpu_us_per_message']} us, send p99 "
+              f"{row['send_time_us']['99']} us, mirror backlog {row['backlog_at_end']} at the end, sent in "
+              f"{row['backlog_drain_s']} s", flush=True)
+        return row
+
+    def rounds_of(measured_set: str, pinned: bool = True, **options) -> None:
         for round_number in range(1, rounds + 1):
-            for kind, prefix in DESTINATIONS.items():
-                destination = f"{prefix}.{uuid.uuid4().hex[:8]}"
-                report = perf_client(dc1, destination, seconds, warmup, PINNED["client"] if pinned else None)
-                backlog = mirror_backlog(dc1)
-                drained = wait_mirror_drained(dc1)
-                runs.append({"pinned": pinned, "round": round_number, "kind": kind, "destination": destination,
-                             "sent_per_s": round(sent_rate(report), 1), "backlog_at_end": backlog,
-                             "backlog_drain_s": round(drained, 1), "report": report})
-                print(f"B1 {'pinned' if pinned else 'unpinned'} round {round_number} {kind}: "
-                      f"{runs[-1]['sent_per_s']} msg/s, mirror backlog {backlog} events at the end, sent in "
-                      f"{drained:.1f} s", flush=True)
-    pin(estate, False)
-    summary, backlogs = {}, {}
+            for kind in DESTINATIONS:
+                measure(measured_set, round_number, kind, pinned, **options)
+
+    def profiles_of(measured_set: str, **options) -> None:
+        for kind in DESTINATIONS:
+            measure(measured_set, 1, kind, profile=True, **options)
+
+    converged_with: dict = {}
+    variants, variant_errors = b1_variants(), {}
+    with tempfile.TemporaryDirectory() as work:
+        truststore = amqp_truststore(estate.dc("dc1").ca_cert, work)
+        try:
+            for pinned in (False, True):
+                pin(estate, pinned)
+                rounds_of("core", pinned)
+            unmirrored = statistics.median(row["sent_per_s"] for row in runs
+                                           if row["set"] == "core" and row["pinned"] and row["kind"] == "unmirrored")
+            fixed_rate = int(unmirrored / 2)
+            rounds_of("amqp", protocol="amqp", truststore=truststore)
+            rounds_of("core at half the unmirrored rate", rate=fixed_rate)
+            profiles_of("core profile")
+            profiles_of("amqp profile", protocol="amqp", truststore=truststore)
+            for variant, overrides in variants.items():
+                converged_with = overrides
+                try:
+                    converge(overrides)
+                    pin(estate, True)
+                    rounds_of(variant)
+                    profiles_of(f"{variant} profile")
+                except Exception as exc:  # noqa: BLE001 - recorded; the next variant and the baseline still count
+                    traceback.print_exc()
+                    variant_errors[variant] = f"{type(exc).__name__}: {exc}"[:3000]
+        finally:
+            if converged_with:
+                # Back to the benchmark's estate; the plain-text acceptor of "mirror TLS off" goes away again.
+                converge({"broker_acceptor_changes_allowed": True})
+            pin(estate, False)
+    summary = {f"{'pinned' if pinned else 'unpinned'}.async": _b1_ratios(
+        [row for row in runs if row["set"] == "core" and row["pinned"] == pinned]) for pinned in (False, True)}
+    sets = {name: _b1_ratios([row for row in runs if row["set"] == name])
+            for name in dict.fromkeys(row["set"] for row in runs) if not name.endswith("profile")}
+    profiles = {name: {row["kind"]: {"profile": row["profile"], "sent_per_s": row["sent_per_s"],
+                                     "cpu_us_per_message": row["cpu_us_per_message"],
+                                     "allocated_bytes_per_message": row["allocated_bytes_per_message"]}
+                       for row in runs if row["set"] == name}
+                for name in dict.fromkeys(row["set"] for row in runs) if name.endswith("profile")}
+    backlogs = {}
     for pinned in (False, True):
         for kind in DESTINATIONS:
-            backlog = [run for run in runs if run["pinned"] == pinned and run["kind"] == kind]
+            rows = [row for row in runs if row["set"] == "core" and row["pinned"] == pinned and row["kind"] == kind]
             backlogs[f"{'pinned' if pinned else 'unpinned'}.{kind}"] = {
-                "backlog_at_end": [run["backlog_at_end"] for run in backlog],
-                "drain_s": [run["backlog_drain_s"] for run in backlog]}
-    for pinned in (False, True):
-        placement = "pinned" if pinned else "unpinned"
-        by_round = {}
-        for run in runs:
-            if run["pinned"] == pinned:
-                by_round.setdefault(run["round"], {})[run["kind"]] = run["sent_per_s"]
-        for kind in ("async",):
-            ratios = [r[kind] / r["unmirrored"] for r in by_round.values() if r.get("unmirrored")]
-            summary[f"{placement}.{kind}"] = {
-                "ratios": [round(x, 3) for x in ratios],
-                "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
-                "all_rounds_ratio": round(sum(r[kind] for r in by_round.values())
-                                          / sum(r["unmirrored"] for r in by_round.values()), 3),
-                "mirrored_per_s": [r[kind] for r in by_round.values()],
-                "unmirrored_per_s": [r["unmirrored"] for r in by_round.values()]}
+                "backlog_at_end": [row["backlog_at_end"] for row in rows],
+                "drain_s": [row["backlog_drain_s"] for row in rows]}
     return {"goal": "mirrored / unmirrored throughput >= 0.85, pinned, async",
             "method": {"client": "artemis perf client", "producers": 1, "consumers": 1, "persistent": True,
                        "message_size": 1024, "seconds": seconds, "warmup_seconds": warmup, "rounds": rounds,
-                       "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0},
-            "summary": summary, "backlog": backlogs, "runs": runs}
+                       "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0,
+                       "fixed_rate_per_s": fixed_rate, "variants": variants,
+                       "profiler": "Java Flight Recorder, settings=profile, on dc1's broker over one run"},
+            "summary": summary, "sets": sets, "profiles": profiles, "variant_errors": variant_errors,
+            "backlog": backlogs, "runs": runs}
 
 
 def machine() -> dict:
@@ -492,8 +615,19 @@ def site_converge(run: Run) -> dict:
             "rows": rows}
 
 
+def queue_scale(run: Run) -> dict:
+    """B10: scale in queues on a 2 x 2 bed of its own (benchmarks/queue_scale.py); it replaces the bed, so it runs
+    last."""
+    from benchmarks import queue_scale as b10  # here: queue_scale imports this module
+    return b10.queue_scale(run)
+
+
+def benchmark_order(name: str) -> int:
+    return int(name.removeprefix("B"))
+
+
 BENCHMARKS = {"B1": mirror_cost, "B2": replication_lag, "B3": swapover_time, "B4": failover_loss, "B6": spark_job,
-              "B7": site_converge, "B8": engines}
+              "B7": site_converge, "B8": engines, "B10": queue_scale}
 
 
 def main() -> int:
@@ -525,7 +659,7 @@ def main() -> int:
         results["settings"] = {key: value for key, value in settings.items()
                                if key.startswith(("broker_java", "broker_journal", "replication_address_groups"))}
         results["site_converge_s"] = None if cold is None else round(cold, 1)
-        for name in args.only or sorted(BENCHMARKS):
+        for name in sorted(args.only or BENCHMARKS, key=benchmark_order):
             try:
                 results["benchmarks"][name] = BENCHMARKS[name](run)
             except Exception as exc:  # noqa: BLE001 - the others still run; the failure is recorded and rendered
@@ -536,13 +670,14 @@ def main() -> int:
         if os.environ.get("KEEP_TESTBED") != "1":
             testbed("down", check=False)
     results["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    print(f"rendered: {render.render(_save(results, started))}")
+    _save(results, started)
+    print(f"rendered: {render.render(render.all_result_files())}")
     return 1 if any("error" in result for result in results["benchmarks"].values()) else 0
 
 
 def _save(results: dict, started: datetime.datetime) -> str:
-    os.makedirs(RESULTS_DIR, exist_ok=True)
-    path = os.path.join(RESULTS_DIR, f"{started:%Y-%m-%d}-{results['commit']}.json")
+    os.makedirs(render.RESULTS_DIR, exist_ok=True)
+    path = os.path.join(render.RESULTS_DIR, f"{started:%Y-%m-%d}-{results['commit']}.json")
     with open(path, "w") as handle:
         json.dump(results, handle, indent=1)
     print(f"results: {path}", flush=True)

@@ -2,7 +2,7 @@
 with what we found limits each figure (benchmarks/findings.yml, written by hand after looking at a run), and the
 figures some drills measure (tests/drills/results/, make drills) beside them.
 
-    cd tests && python -m benchmarks.render benchmarks/results/<file>.json
+    cd tests && python -m benchmarks.render [benchmarks/results/<file>.json ...]   (default: every file there)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - after choosing the backend
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT_DIR = os.path.join(REPO_ROOT, "benchmarks")
 FINDINGS = os.path.join(OUT_DIR, "findings.yml")
+RESULTS_DIR = os.path.join(OUT_DIR, "results")
 GOAL_B1 = 0.85
 
 
@@ -50,6 +51,7 @@ def _b1(result: dict, out_dir: str) -> list[str]:
             placement, kind = key.split(".")
             lines.append(f"| {placement} | {kind} | {', '.join(f'{v:,}' for v in row['backlog_at_end'])} "
                          f"| {', '.join(str(v) for v in row['drain_s'])} |")
+    lines += _b1_sets(result) + _b1_profiles(result)
     figure, axes = plt.subplots(figsize=(8, 3.5))
     labels, values = [], []
     for key, row in summary.items():
@@ -65,6 +67,73 @@ def _b1(result: dict, out_dir: str) -> list[str]:
     figure.savefig(os.path.join(out_dir, "b1-mirror-cost.png"), dpi=90)
     plt.close(figure)
     lines += ["", "![B1](b1-mirror-cost.png)"]
+    return lines
+
+
+def _pair(per_kind: dict, pick) -> str:
+    return f"{pick(per_kind['async']):,} / {pick(per_kind['unmirrored']):,}"
+
+
+def _b1_sets(result: dict) -> list[str]:
+    """Every set of B1's runs: the ratio, each broker's CPU per message and the producer's send times."""
+    if not result.get("sets"):
+        return []
+    method = result["method"]
+    lines = ["", "Pinned unless said, mirrored / unmirrored in each cell: the CPU time each broker's JVM used from "
+             "before a run until dc1's mirror had sent everything, per message sent; the producer's send time "
+             "(`artemis perf client`'s, the durable send's round trip) and the transfer time (send to receive) "
+             f"at p50 and p99. The half-rate set sends {method['fixed_rate_per_s']:,} msg/s, half the median "
+             "unmirrored CORE rate, to both destinations. "
+             + ", ".join(f"`{name}`: `{yaml.safe_dump(overrides, default_flow_style=True, width=400).strip()}`"
+                         for name, overrides in method.get("variants", {}).items()) + " (site.yml's extra variables).",
+             "", "| set | msg/s mirrored (unmirrored) | median ratio | dc1 CPU µs/msg | dc2 CPU µs/msg | send p50 µs "
+             "| send p99 µs | transfer p50 µs | transfer p99 µs |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in result["sets"].items():
+        per_kind = row["per_kind"]
+        rates = (f"{', '.join(f'{v:,.0f}' for v in row['mirrored_per_s'])} "
+                 f"({', '.join(f'{v:,.0f}' for v in row['unmirrored_per_s'])})")
+        lines.append(f"| {name} | {rates} | **{row['median_ratio']}** "
+                     f"| {_pair(per_kind, lambda k: k['cpu_us_per_message']['dc1'])} "
+                     f"| {_pair(per_kind, lambda k: k['cpu_us_per_message']['dc2'])} "
+                     f"| {_pair(per_kind, lambda k: k['send_time_us']['50'])} "
+                     f"| {_pair(per_kind, lambda k: k['send_time_us']['99'])} "
+                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['50'])} "
+                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['99'])} |")
+    for name, error in result.get("variant_errors", {}).items():
+        lines += ["", f"**Variant {name} failed in this run:** `{error.splitlines()[0][:500]}`"]
+    return lines
+
+
+def _b1_profiles(result: dict) -> list[str]:
+    """Where dc1's broker spends its CPU per message, by part (jfr_profile.PARTS), mirrored beside unmirrored: each
+    part's share of the recording's stack samples times the run's CPU per message."""
+    lines = []
+    for name, kinds in result.get("profiles", {}).items():
+        if not {"async", "unmirrored"} <= set(kinds):
+            continue
+        mirrored, unmirrored = kinds["async"], kinds["unmirrored"]
+        cpu = {kind: kinds[kind]["cpu_us_per_message"]["dc1"] for kind in ("async", "unmirrored")}
+        parts = list(dict.fromkeys([*mirrored["profile"]["cpu"]["parts"], *unmirrored["profile"]["cpu"]["parts"]]))
+        lines += ["", f"**{name}**: dc1's broker under Flight Recorder for one run each (mirrored "
+                  f"{mirrored['sent_per_s']:,.0f} msg/s, {mirrored['profile']['cpu']['samples']:,} samples; unmirrored "
+                  f"{unmirrored['sent_per_s']:,.0f} msg/s, {unmirrored['profile']['cpu']['samples']:,} samples). "
+                  "CPU µs per message by part: the part's share of the Java stack samples times the JVM's CPU per "
+                  "message (GC, JIT and the kernel's share spread alike); allocation per message from the "
+                  f"allocation samples: {mirrored['allocated_bytes_per_message']:,} B mirrored, "
+                  f"{unmirrored['allocated_bytes_per_message']:,} B unmirrored.", "",
+                  "| part | mirrored share | µs/msg | unmirrored share | µs/msg | difference µs/msg |",
+                  "|---|---|---|---|---|---|"]
+        for part in parts:
+            shares = {kind: kinds[kind]["profile"]["cpu"]["parts"].get(part, 0.0) for kind in ("async", "unmirrored")}
+            cost = {kind: shares[kind] * cpu[kind] for kind in shares}
+            lines.append(f"| {part} | {shares['async']:.1%} | {cost['async']:.1f} | {shares['unmirrored']:.1%} "
+                         f"| {cost['unmirrored']:.1f} | **{cost['async'] - cost['unmirrored']:+.1f}** |")
+        lines.append(f"| all | | {cpu['async']:.1f} | | {cpu['unmirrored']:.1f} "
+                     f"| **{cpu['async'] - cpu['unmirrored']:+.1f}** |")
+        top = mirrored["profile"]["cpu"]["top_methods"][:8]
+        lines += ["", "Top methods mirrored (share of samples): "
+                  + "; ".join(f"`{method.rsplit('.', 2)[-2]}.{method.rsplit('.', 1)[-1]}` {share:.1%}"
+                              for method, share in top) + "."]
     return lines
 
 
@@ -210,54 +279,84 @@ def _b9(result: dict, _out_dir: str) -> list[str]:
     return lines
 
 
+def _b10(result: dict, out_dir: str) -> list[str]:
+    from benchmarks import queue_scale  # here: queue_scale imports bench, which imports this module
+    return queue_scale.render_b10(result, out_dir)
+
+
 RENDERERS = {"B1": ("B1 mirror cost", _b1), "B2": ("B2 replication lag", _b2), "B3": ("B3 swapover time", _b3),
              "B4": ("B4 abrupt failover loss (and B5)", _b4), "B6": ("B6 the RPO job on telemetry", _b6), "B7": ("B7 site.yml cold and warm", _b7),
-             "B8": ("B8 the two engines side by side", _b8)}
+             "B8": ("B8 the two engines side by side", _b8), "B10": ("B10 scale in queues", _b10)}
 # Sections rendered from a drill's results file (tests/drills/results/), run by make drills rather than make bench.
 DRILL_RENDERERS = {"B9": ("B9 stall to page (the live RPO)", "live_rpo_page.json", _b9)}
 DRILL_RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results")
 
 
-def render(path: str, out_dir: str = OUT_DIR, drill_results: str = DRILL_RESULTS) -> str:
-    with open(path) as handle:
-        results = yaml.safe_load(handle)
+def newest_results(paths: list[str]) -> dict[str, tuple[str, dict]]:
+    """Each benchmark's newest measurement among the result files ``paths``: {name: (path, the file's results)}."""
+    newest: dict[str, tuple[str, dict]] = {}
+    for path in paths:
+        with open(path) as handle:
+            results = yaml.safe_load(handle)
+        for name in results["benchmarks"]:
+            if name not in newest or newest[name][1]["started"] < results["started"]:
+                newest[name] = (path, results)
+    return dict(sorted(newest.items(), key=lambda item: int(item[0].removeprefix("B"))))
+
+
+def render(paths: list[str], out_dir: str = OUT_DIR, drill_results: str = DRILL_RESULTS) -> str:
+    """RESULTS.md from the result files ``paths`` (make bench's, any number): each benchmark from the newest run that
+    measured it, named in its section."""
+    newest = newest_results(paths)
     findings = {}
     if os.path.exists(FINDINGS):
         with open(FINDINGS) as handle:
             findings = yaml.safe_load(handle) or {}
-    machine = results["machine"]
+    latest = max((results for _, results in newest.values()), key=lambda results: results["started"])
+    machine = latest["machine"]
     lines = ["# Benchmark results", "",
-             f"Written by `make bench` (tests/benchmarks/bench.py) from `{os.path.relpath(path, REPO_ROOT)}`: commit "
-             f"{results['commit']}, {results['started'][:16].replace('T', ' ')} UTC. Do not edit; the findings come "
-             f"from benchmarks/findings.yml.", "",
+             "Written by `make bench` (tests/benchmarks/bench.py) from the result files in `benchmarks/results/`: each "
+             "section comes from the newest run that measured it, named under its title. Do not edit; the findings "
+             "come from benchmarks/findings.yml.", "",
              f"Machine: {machine['cpus']} CPUs ({machine['model']}), {machine['memory_gib']} GiB, Linux "
-             f"{machine['kernel']}. Artemis {results['artemis_version']}. Both datacentres' brokers, the WAN proxy "
-             "and the load client share this machine." + (
-                 f" `site.yml` converged the 2 x 1 test bed in {results['site_converge_s']} s."
-                 if results.get("site_converge_s") is not None else ""), "",
-             f"Settings: `{yaml.safe_dump(results['settings'], default_flow_style=True, width=200).strip()}`", ""]
-    sections = [(name, *RENDERERS[name], result) for name, result in results["benchmarks"].items()]
+             f"{machine['kernel']}. Artemis {latest['artemis_version']}. Both datacentres' brokers, the WAN proxy "
+             "and the load client share this machine.", ""]
+    sections = [(name, *RENDERERS[name], result, _measured_by(path, results))
+                for name, (path, results) in newest.items() for result in [results["benchmarks"][name]]]
     for name, (title, file_name, renderer) in DRILL_RENDERERS.items():
         drill_path = os.path.join(drill_results, file_name)
         if os.path.exists(drill_path):
             with open(drill_path) as handle:
-                sections.append((name, title, renderer, json.load(handle)))
-    for name, title, renderer, result in sections:
+                sections.append((name, title, renderer, json.load(handle), []))
+    for name, title, renderer, result, measured_by in sections:
         if "error" in result:
-            lines += [f"## {title}", "", f"**Failed in this run:** `{result['error'].splitlines()[0][:500]}`", ""]
+            lines += [f"## {title}", "", *measured_by,
+                      f"**Failed in this run:** `{result['error'].splitlines()[0][:500]}`", ""]
             continue
-        lines += [f"## {title}", ""] + renderer(result, out_dir)
+        lines += [f"## {title}", "", *measured_by] + renderer(result, out_dir)
         if findings.get(name):
             lines += ["", "**What limits it.** " + findings[name].strip()]
         lines.append("")
-    missing = sorted(set(RENDERERS) - set(results["benchmarks"]))
+    missing = sorted(set(RENDERERS) - set(newest), key=lambda name: int(name.removeprefix("B")))
     if missing:
-        lines += ["## Not in this run", "", f"{', '.join(missing)} (B5 is part of B4).", ""]
+        lines += ["## Not measured yet", "", f"{', '.join(missing)} (B5 is part of B4).", ""]
     target = os.path.join(out_dir, "RESULTS.md")
     with open(target, "w") as handle:
         handle.write("\n".join(lines))
     return target
 
 
+def _measured_by(path: str, results: dict) -> list[str]:
+    settings = yaml.safe_dump(results.get("settings", {}), default_flow_style=True, width=400).strip()
+    converged = (f" `site.yml` converged the 2 x 1 test bed in {results['site_converge_s']} s."
+                 if results.get("site_converge_s") is not None else "")
+    return [f"Measured by `{os.path.relpath(path, REPO_ROOT)}` (commit {results['commit']}, "
+            f"{results['started'][:16].replace('T', ' ')} UTC).{converged} Settings: `{settings}`", ""]
+
+
+def all_result_files(directory: str = RESULTS_DIR) -> list[str]:
+    return sorted(os.path.join(directory, name) for name in os.listdir(directory) if name.endswith(".json"))
+
+
 if __name__ == "__main__":
-    print(render(sys.argv[1]))
+    print(render(sys.argv[1:] or all_result_files()))

@@ -63,7 +63,7 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     drills = tmp_path / "drills"
     drills.mkdir()
     (drills / "live_rpo_page.json").write_text(json.dumps(LIVE_RPO_DRILL))
-    text = open(render.render(str(path), str(tmp_path), str(drills))).read()
+    text = open(render.render([str(path)], str(tmp_path), str(drills))).read()
     assert "| pinned | async | 900, 900, 900 | 1,000, 1,000, 1,000 | 0.90, 0.90, 0.90 | **0.9** | 0.9 | yes |" in text
     assert "| unpinned | async |" in text and "| - |" in text
     assert "| 50 ms | 30,000 | 53 ms | **130 ms** | 250 ms | ≤ 100 ms | no |" in text
@@ -74,7 +74,7 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     assert "| mirror | 8,000, 8,200 | **0.4** | 0.1, 0.2 | 160,000, 164,000 |" in text
     assert "| unreplicated | 20,000, 20,500 | **1.0** | 0.1, 0.1 | -, - |" in text
     assert "| bridge | 50 ms | 20,000 | 55.0 ms | **90.5 ms** | 150.0 ms |" in text
-    assert "## Not in this run\n\nB4, B6, B7 (B5 is part of B4)." in text
+    assert "## Not measured yet\n\nB4, B6, B7, B10 (B5 is part of B4)." in text
     assert "| partition dc1 dc2 | **14.1 s** | 43.8 s |" in text
     assert "| dc2's broker stopped | **none in 120 s** | 0.0 s |" in text
     assert "Stall to page: median **14.1 s**, max **14.1 s**." in text
@@ -82,3 +82,54 @@ def test_a_result_renders_its_tables_goals_and_plots(tmp_path, monkeypatch):
     assert "burn-rate alerts firing after the stalls: ContinuityArtemisRpoBudgetFastBurn dc1->dc2." in text
     assert (tmp_path / "b1-mirror-cost.png").stat().st_size > 1000
     assert (tmp_path / "b2-replication-lag.png").stat().st_size > 1000
+
+
+def _b1_kind(sent, cpu, send_p99):
+    return {"sent_per_s": [sent], "cpu_us_per_message": {"dc1": cpu, "dc2": cpu / 2},
+            "send_time_us": {"50": 100, "99": send_p99}, "transfer_time_us": {"50": 2000, "99": 9000}}
+
+
+def _profile(sent, cpu, parts, allocated):
+    return {"sent_per_s": sent, "cpu_us_per_message": {"dc1": cpu, "dc2": 10.0}, "allocated_bytes_per_message": allocated,
+            "profile": {"cpu": {"samples": 2500, "parts": parts,
+                                "top_methods": [["org.apache.qpid.proton.codec.EncoderImpl.writeObject", 0.12]]},
+                        "allocation": {"bytes": 10 ** 9, "parts": {}}}}
+
+
+def test_b1s_sets_and_profile_render_cpu_per_message_by_part(tmp_path):
+    result = json.loads(json.dumps(RESULT))
+    b1 = result["benchmarks"]["B1"]
+    b1["method"].update(fixed_rate_per_s=10_000, variants={"mirror TLS off": {"replication_tls": False}})
+    b1["sets"] = {"amqp": {"ratios": [0.5], "median_ratio": 0.5, "all_rounds_ratio": 0.5,
+                           "mirrored_per_s": [8000.0], "unmirrored_per_s": [16000.0],
+                           "per_kind": {"async": _b1_kind(8000, 90.0, 4000), "unmirrored": _b1_kind(16000, 45.0, 900)}}}
+    b1["profiles"] = {"core profile": {
+        "async": _profile(8000, 100.0, {"journal": 0.4, "TLS": 0.3, "mirror": 0.3}, 3000),
+        "unmirrored": _profile(20000, 50.0, {"journal": 0.8, "CORE protocol": 0.2}, 1500)}}
+    b1["variant_errors"] = {"broker metrics on": "RuntimeError: site.yml failed\nmore"}
+    path = tmp_path / "2026-11-25-abc1234.json"
+    path.write_text(json.dumps(result))
+    text = open(render.render([str(path)], str(tmp_path), str(tmp_path / "no-drills"))).read()
+    assert "| amqp | 8,000 (16,000) | **0.5** | 90.0 / 45.0 | 45.0 / 22.5 | 100 / 100 | 4,000 / 900 |" in text
+    assert "`mirror TLS off`: `{replication_tls: false}`" in text
+    assert "| journal | 40.0% | 40.0 | 80.0% | 40.0 | **+0.0** |" in text
+    assert "| TLS | 30.0% | 30.0 | 0.0% | 0.0 | **+30.0** |" in text
+    assert "| CORE protocol | 0.0% | 0.0 | 20.0% | 10.0 | **-10.0** |" in text
+    assert "| all | | 100.0 | | 50.0 | **+50.0** |" in text
+    assert "3,000 B mirrored, 1,500 B unmirrored" in text
+    assert "`EncoderImpl.writeObject` 12.0%" in text
+    assert "**Variant broker metrics on failed in this run:** `RuntimeError: site.yml failed`" in text
+
+
+def test_each_section_comes_from_the_newest_run_that_measured_it(tmp_path):
+    older, newer = json.loads(json.dumps(RESULT)), json.loads(json.dumps(RESULT))
+    newer.update(commit="def5678", started="2026-11-26T10:00:00+00:00", benchmarks={"B3": older["benchmarks"]["B3"]})
+    newer["benchmarks"]["B3"]["rows"][0]["fence_to_first_consume_s"] = 7.5
+    paths = []
+    for results in (newer, older):
+        paths.append(tmp_path / f"{results['started'][:10]}-{results['commit']}.json")
+        paths[-1].write_text(json.dumps(results))
+    text = open(render.render([str(p) for p in paths], str(tmp_path), str(tmp_path / "no-drills"))).read()
+    b3 = text.split("## B3", 1)[1].split("## ", 1)[0]
+    assert "(commit def5678, 2026-11-26 10:00 UTC)" in b3 and "**7.5 s**" in b3 and "**12.5 s**" not in b3
+    assert "(commit abc1234, 2026-11-25 10:00 UTC)" in text.split("## B1", 1)[1].split("## ", 1)[0]
