@@ -43,6 +43,11 @@ REFUSAL = "Refused,"
 # An acknowledgement the source sent just before its replication was seen keeping up may still have been on its way.
 IN_STEP_MARGIN_SECONDS = 10.0
 DARK_TOLERANCE_SECONDS = 10.0
+# A broker that starts while it hears no other datacentre holds its groups (replication_activation_unheard: hold):
+# dark by design from its start (up to the activation check's wait, 5 s, with room, before the isolation began) until
+# another datacentre answers, which it asks every recheck (10 s) after its check's wait, with room for the sampling.
+HOLD_CHECK_SECONDS = 10.0
+HOLD_RELEASE_SECONDS = 25.0
 # A pair's failure detection (replication_ha_failure_detection_ms, 10 s) and its lock's takeover, with room.
 TAKEOVER_BOUND_SECONDS = 30.0
 EXCERPT_SECONDS = 60.0
@@ -233,9 +238,62 @@ def single_active(run: Run) -> dict:
     return _verdict(run, "single_active", broken, {"samples": sum(len(s) for s in run.activity.values())})
 
 
+def _intersect(first: list[tuple[float, float]], second: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(max(a, c), min(b, d)) for a, b in first for c, d in second if max(a, c) < min(b, d)]
+
+
+def _covered(start: float, end: float, spans: list[tuple[float, float]]) -> float:
+    """Seconds of [start, end] inside the union of ``spans``."""
+    covered, reached = 0.0, start
+    for span_start, span_end in sorted(spans):
+        span_start, span_end = max(span_start, reached), min(span_end, end)
+        if span_start < span_end:
+            covered += span_end - span_start
+            reached = span_end
+    return covered
+
+
+def isolations(run: Run) -> dict[str, list[tuple[float, float]]]:
+    """Per datacentre, the times a partition cut it off from every other datacentre at once."""
+    datacentres = sorted({event["datacentre"] for event in run.events if event["kind"] == "brokers"})
+    cut_off = {}
+    for datacentre in datacentres:
+        spans = None
+        for other in datacentres:
+            if other == datacentre:
+                continue
+            between = [_span_times(span, run.last) for span in run.faults.values() if span["name"] == "partition"
+                       and set((span["start"] or span["end"]).get("args", {}).get("between", [])) == {datacentre, other}]
+            spans = between if spans is None else _intersect(spans, between)
+        cut_off[datacentre] = spans or []
+    return cut_off
+
+
+def holds(run: Run) -> list[dict]:
+    """The holds the design allows: a broker of a datacentre started cold (became live, not as the backup in sync
+    taking over from its live peer) while, or just before, a partition cut that datacentre off from every other one,
+    so it holds its groups until the partition ends and it asks again."""
+    found = []
+    for datacentre, spans in isolations(run).items():
+        previous, synced = [], set()  # a backup seen in sync, not silent since: a takeover if it becomes live
+        for sample in (event for event in run.events if event["kind"] == "brokers" and event["datacentre"] == datacentre):
+            live = sample.get("live") or []
+            started = [name for name in live if name not in previous and name not in synced]
+            synced = (synced | set(sample.get("in_sync") or [])) - set(sample.get("silent") or []) - set(live)
+            previous = live
+            for span_start, span_end in spans:
+                if started and span_start - HOLD_CHECK_SECONDS <= sample["t"] <= span_end:
+                    found.append({"datacentre": datacentre, "broker": started[0], "from": sample["t"],
+                                  "to": span_end + HOLD_RELEASE_SECONDS})
+    return found
+
+
 def active_somewhere(run: Run) -> dict:
-    operations = [_span_times(span, run.last) for span in run.operations.values()]
-    broken, dark_seconds = [], 0.0
+    """A group is dark (active nowhere) only while an operation or a hold allows it, or for a short while."""
+    allowed = [_span_times(span, run.last) for span in run.operations.values()]
+    held = holds(run)
+    allowed += [(hold["from"], hold["to"]) for hold in held]
+    broken, dark_seconds, excused_by_holds = [], 0.0, 0.0
     for group, samples in run.activity.items():
         started = None
         for sample in samples + [None]:
@@ -245,12 +303,19 @@ def active_somewhere(run: Run) -> dict:
             elif not dark and started is not None:
                 ended = sample["t"] if sample else run.last
                 dark_seconds += ended - started
-                covered = any(start <= started and ended <= end for start, end in operations)
-                if not covered and ended - started > DARK_TOLERANCE_SECONDS:
+                uncovered = (ended - started) - _covered(started, ended, allowed)
+                excused_by_holds += ((ended - started) - _covered(started, ended, allowed[:len(allowed) - len(held)])
+                                     - uncovered)
+                if uncovered > DARK_TOLERANCE_SECONDS:
                     broken.append({"t": started, "group": group, "why": f"active nowhere for "
-                                   f"{ended - started:.1f} s outside any operation"})
+                                   f"{ended - started:.1f} s, {uncovered:.1f} s of it outside any operation or hold"})
                 started = None
-    return _verdict(run, "active_somewhere", broken, {"dark_seconds": round(dark_seconds, 1)})
+    counted = {"dark_seconds": round(dark_seconds, 1)}
+    if held:
+        counted.update(holds=[{key: (round(value, 1) if isinstance(value, float) else value)
+                               for key, value in hold.items()} for hold in held],
+                       dark_seconds_only_a_hold_allowed=round(excused_by_holds, 1))
+    return _verdict(run, "active_somewhere", broken, counted)
 
 
 def single_live_broker(run: Run) -> dict:

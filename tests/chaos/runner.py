@@ -290,6 +290,21 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
     return summary
 
 
+def judge_again(directory: str, why: str) -> dict:
+    """A finished run's history judged by the checker as it is now (the run's own verdicts kept beside, as
+    `first_verdicts`), written where the run wrote them."""
+    with open(os.path.join(directory, "verdicts.json")) as handle:
+        summary = json.load(handle)
+    verdicts = checker.check(history.read(os.path.join(directory, "history.jsonl")))
+    summary.setdefault("first_verdicts", {verdict["invariant"]: verdict["holds"] for verdict in summary["verdicts"]})
+    summary.update(verdicts=verdicts, holds=all(verdict["holds"] for verdict in verdicts)
+                   and not summary["workers_crashed"], judged_again={"checker": code_version(), "why": why})
+    with open(os.path.join(directory, "verdicts.json"), "w") as handle:
+        json.dump(summary, handle, indent=1)
+    shutil.copy(os.path.join(directory, "verdicts.json"), os.path.join(RESULTS, f"{summary['name']}.json"))
+    return summary
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--seed", type=int, default=1)
@@ -299,11 +314,15 @@ def main(argv=None) -> int:
     parser.add_argument("--duration", type=float, default=1200)
     parser.add_argument("--directory", help="default tests/output/chaos/<estate>-seed<seed>")
     parser.add_argument("--keep-bed", action="store_true")
+    parser.add_argument("--judge-again", metavar="WHY",
+                        help="no run: judge the history in --directory (or the seed's) again with this checker")
     arguments = parser.parse_args(argv)
     label = (f"regression-{arguments.regression}" + ("-before-fix" if arguments.before else "")
              if arguments.regression else f"{arguments.estate}-seed{arguments.seed}")
     directory = arguments.directory or os.path.join(REPO_ROOT, "tests", "output", "chaos", label)
-    if arguments.regression:
+    if arguments.judge_again:
+        summary = judge_again(directory, arguments.judge_again)
+    elif arguments.regression:
         summary = run_regression(arguments.regression, directory, arguments.before)
     else:
         summary = run(arguments.seed, arguments.estate, arguments.duration, directory, arguments.keep_bed)

@@ -201,9 +201,49 @@ def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolera
     assert _broken(short) == []
     long = _clean() + [_activity(120), _activity(150, "dc2")]
     verdict = _verdicts(long)["active_somewhere"]
-    assert not verdict["holds"] and verdict["broken"][0]["why"] == "active nowhere for 30.0 s outside any operation"
+    assert not verdict["holds"] and verdict["broken"][0]["why"] == (
+        "active nowhere for 30.0 s, 30.0 s of it outside any operation or hold")
     unknown = _clean() + [dict(_activity(120), active=None), _activity(150, "dc2")]  # not reachable: not known dark
     assert _broken(unknown) == []
+    # Dark across two operations, one right after the other, is within what they allow.
+    back_to_back = _clean() + _operation(200, 230, "failover", "o2") + _operation(231, 260, "failback", "o3") + [
+        _activity(205), _activity(255, "dc1")]
+    assert _broken(back_to_back) == []
+
+
+def _returning_dc2(live_at, in_sync_before=False):
+    """dc2's pair powered off (silent), then dc2-node1 live at ``live_at``; with ``in_sync_before`` dc2-node1 was
+    instead the backup in sync of a live dc2-node2 that went silent (a takeover, not a cold start)."""
+    pair = {"kind": "brokers", "datacentre": "dc2", "brokers": ["dc2-node1", "dc2-node2"]}
+    if in_sync_before:
+        before = [dict(pair, t=150, live=["dc2-node2"], in_sync=["dc2-node1"], silent=[]),
+                  dict(pair, t=live_at - 1, live=[], in_sync=[], silent=["dc2-node2"])]
+    else:
+        before = [dict(pair, t=150, live=[], in_sync=[], silent=["dc2-node1", "dc2-node2"])]
+    return before + [dict(pair, t=live_at, live=["dc2-node1"], in_sync=[], silent=["dc2-node2"]),
+                     {"kind": "brokers", "t": 150, "datacentre": "dc1", "brokers": ["dc1-node1"], "live": ["dc1-node1"],
+                      "in_sync": [], "silent": []}]
+
+
+def test_a_datacentre_that_starts_cold_while_cut_off_may_hold_its_groups_until_the_partition_ends_and_it_asks():
+    """2 x 2 seed 5 with the hold: dc2 came back from an abrupt failover during a partition; its broker heard no
+    other datacentre and held its groups, `east` (owned by dc2) among them, until the partition ended."""
+    partition = _fault(190, 240, "partition", "f2", between=["dc1", "dc2"])
+    release = 240 + checker.HOLD_RELEASE_SECONDS
+    held = _clean() + partition + _returning_dc2(200) + [_activity(202), _activity(release - 1, "dc2")]
+    verdict = _verdicts(held)["active_somewhere"]
+    assert verdict["holds"], verdict
+    assert verdict["counted"]["holds"] == [{"datacentre": "dc2", "broker": "dc2-node1", "from": 200, "to": release}]
+    assert verdict["counted"]["dark_seconds_only_a_hold_allowed"] == release - 1 - 202
+    # Held longer than the partition and a re-check allow: a hold that does not let go.
+    wedged = _clean() + partition + _returning_dc2(200) + [_activity(202), _activity(release + 30, "dc2")]
+    assert _broken(wedged) == ["active_somewhere"]
+    # A backup in sync taking over does not hold, nor does a cold start that hears the others.
+    takeover = _clean() + partition + _returning_dc2(200, in_sync_before=True) + [_activity(202),
+                                                                                   _activity(release - 1, "dc2")]
+    assert _broken(takeover) == ["active_somewhere"]
+    heard = _clean() + _returning_dc2(200) + [_activity(202), _activity(release - 1, "dc2")]
+    assert _broken(heard) == ["active_somewhere"]
 
 
 @pytest.mark.parametrize("events, why", [
