@@ -34,9 +34,10 @@ def cpu_seconds(node) -> float:
 
 
 @contextlib.contextmanager
-def flight_recording(node, name: str, summary: dict, settings: str = "profile"):
+def flight_recording(node, name: str, summary: dict, settings: str = "profile", keep: str | None = None):
     """Records the broker with Java Flight Recorder (the JDK's `profile` settings: a stack sample every 10 ms) for
-    the duration of the block; then fills ``summary`` with jfr_profile's summary of the recording."""
+    the duration of the block; then fills ``summary`` with jfr_profile's summary of the recording (and keeps the
+    recording at ``keep``, a path on the controller, when given)."""
     pid = str(broker_pid(node))
     remote = f"/tmp/continuity-bench-{name}.jfr"
     jcmd = ["runuser", "-u", SERVICE_USER, "--", "jcmd", pid]
@@ -52,3 +53,5 @@ def flight_recording(node, name: str, summary: dict, settings: str = "profile"):
         with open(local, "wb") as handle:
             handle.write(recording)
         summary.update(jfr_profile.summarise(jfr_profile.read(local)))
+        if keep:
+            os.replace(local, keep)
