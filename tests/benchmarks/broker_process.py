@@ -26,11 +26,20 @@ def broker_pid(node) -> int:
     return int(in_node(node, "pgrep", "-o", "-f", BROKER_MAIN).stdout.split()[0])
 
 
-def cpu_seconds(node) -> float:
-    """User and system CPU seconds the broker's JVM has used since it started (/proc/PID/stat)."""
-    stat = in_node(node, "cat", f"/proc/{broker_pid(node)}/stat").stdout
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name: field 3 (state) is fields[0]
+def _stat_seconds(stat_line: str) -> float:
+    fields = stat_line.rsplit(")", 1)[1].split()  # after the command name: field 3 (state) is fields[0]
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(node) -> dict[str, float]:
+    """User and system CPU seconds the broker's JVM has used since it started (/proc/PID/stat, `total`), and of
+    them its JIT compiler's threads' (`compiler`, /proc/PID/task/*/stat): a JVM whose compiler is still busy is not
+    warm yet."""
+    pid = broker_pid(node)
+    read = in_node(node, "sh", "-c", f"cat /proc/{pid}/stat; cat /proc/{pid}/task/*/stat").stdout.splitlines()
+    compiler = sum(_stat_seconds(line) for line in read[1:]
+                   if line.split("(", 1)[1].startswith(("C1 CompilerThre", "C2 CompilerThre")))
+    return {"total": _stat_seconds(read[0]), "compiler": compiler}
 
 
 @contextlib.contextmanager

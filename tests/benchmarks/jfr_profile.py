@@ -36,6 +36,12 @@ PARTS = (
 )
 # The JDK's general code: a sample in it belongs to its caller.
 GENERAL = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
+# The JVM's own threads by name (jdk.ThreadCPULoad): stack samples see none of their work, only Java code's.
+THREAD_KINDS = (
+    ("JIT compiler", ("C1 CompilerThread", "C2 CompilerThread")),
+    ("garbage collector", ("G1 ", "GC Thread", "VM Thread", "Concurrent", "ZGC", "Parallel GC")),
+    ("Flight Recorder", ("JFR ",)),
+)
 
 
 def class_name(frame: dict) -> str:
@@ -57,9 +63,31 @@ def method_of(frame: dict) -> str:
     return f"{class_name(frame)}.{frame['method']['name']}"
 
 
+def thread_kind(name: str) -> str:
+    return next((kind for kind, prefixes in THREAD_KINDS if name.startswith(prefixes)), "Java threads")
+
+
+def thread_cpu(events: list[dict]) -> dict:
+    """Each kind of thread's share of the CPU of the threads Flight Recorder reports a load for (jdk.ThreadCPULoad:
+    Java threads and the JIT compiler's; not the garbage collector's), from each thread's mean load, user and
+    system, over the recording."""
+    loads = collections.defaultdict(list)
+    for event in events:
+        if event["type"] == "jdk.ThreadCPULoad":
+            thread = event["values"].get("eventThread") or {}
+            name = thread.get("javaName") or thread.get("osName") or "?"
+            loads[name].append(event["values"]["user"] + event["values"]["system"])
+    by_kind = collections.Counter()
+    for name, values in loads.items():
+        by_kind[thread_kind(name)] += sum(values) / len(values)
+    total = sum(by_kind.values())
+    return {kind: round(load / total, 3) for kind, load in by_kind.most_common()} if total else {}
+
+
 def summarise(events: list[dict], top: int = 15) -> dict:
-    """{cpu: {samples, parts: {part: share}, top_methods: [[method, share]]}, allocation: {bytes, parts}} from the
-    events of `jfr print --json`."""
+    """{cpu: {samples, parts: {part: share}, top_methods: [[method, share]]}, allocation: {bytes, parts},
+    threads: thread_cpu} from the events of `jfr print --json`. The parts are shares of the Java code's stack samples:
+    they say nothing of the compiler's, the collector's or the kernel's time, which `threads` shows."""
     cpu_parts, methods, allocated = collections.Counter(), collections.Counter(), collections.Counter()
     samples = 0
     for event in events:
@@ -82,12 +110,14 @@ def summarise(events: list[dict], top: int = 15) -> dict:
         "cpu": {"samples": samples, "parts": shares(cpu_parts, samples),
                 "top_methods": [[name, round(count / samples, 3)] for name, count in methods.most_common(top)]},
         "allocation": {"bytes": total_bytes, "parts": shares(allocated, total_bytes)},
+        "threads": thread_cpu(events),
     }
 
 
 def read(recording: str, jfr: str = "jfr") -> list[dict]:
     printed = subprocess.run([jfr, "print", "--json", "--stack-depth", "64", "--events",
-                              "jdk.ExecutionSample,jdk.ObjectAllocationSample", recording],
+                              "jdk.ExecutionSample,jdk.ObjectAllocationSample,jdk.ThreadCPULoad",
+                              recording],
                              capture_output=True, text=True, check=True)
     return json.loads(printed.stdout)["recording"]["events"]
 

@@ -356,8 +356,8 @@ def _telemetry(estate: Estate, idle_queues: set[str]) -> tuple[dict, float]:
 def _swapover(source: str, target: str) -> tuple[dict, dict]:
     """playbooks/swapover.yml of GROUPS from ``source`` to ``target``: (its figures, {phase: Unix time})."""
     since = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    seconds, tasks = _playbook("playbooks/swapover.yml", {"swapover_source": source, "swapover_target": target,
-                                                         "swapover_groups": GROUPS})
+    seconds, tasks = _playbook("playbooks/swapover.yml",
+                               {"swapover_source": source, "swapover_target": target, "swapover_groups": GROUPS})
     phases = bench._swapover_events(since)
     figures = {"source": source, "target": target, "playbook_s": round(seconds, 1),
                "phases_s": {phase: round(at - phases["started"], 2) for phase, at in phases.items()},

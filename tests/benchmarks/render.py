@@ -71,7 +71,13 @@ def _b1(result: dict, out_dir: str) -> list[str]:
 
 
 def _pair(per_kind: dict, pick) -> str:
-    return f"{pick(per_kind['async']):,} / {pick(per_kind['unmirrored']):,}"
+    mirrored, unmirrored = pick(per_kind["async"]), pick(per_kind["unmirrored"])
+    return " / ".join(f"{value:,}" if isinstance(value, (int, float)) else value for value in (mirrored, unmirrored))
+
+
+def _compiler_share(per_kind: dict) -> str:
+    share = per_kind.get("dc1_compiler_share_of_cpu")
+    return "-" if share is None else f"{share:.0%}"
 
 
 def _b1_sets(result: dict) -> list[str]:
@@ -87,7 +93,8 @@ def _b1_sets(result: dict) -> list[str]:
              + ", ".join(f"`{name}`: `{yaml.safe_dump(overrides, default_flow_style=True, width=400).strip()}`"
                          for name, overrides in method.get("variants", {}).items()) + " (site.yml's extra variables).",
              "", "| set | msg/s mirrored (unmirrored) | median ratio | dc1 CPU µs/msg | dc2 CPU µs/msg | send p50 µs "
-             "| send p99 µs | transfer p50 µs | transfer p99 µs |", "|---|---|---|---|---|---|---|---|---|"]
+             "| send p99 µs | transfer p50 µs | transfer p99 µs | dc1's JIT compiler, most in a run |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in result["sets"].items():
         per_kind = row["per_kind"]
         rates = (f"{', '.join(f'{v:,.0f}' for v in row['mirrored_per_s'])} "
@@ -98,38 +105,38 @@ def _b1_sets(result: dict) -> list[str]:
                      f"| {_pair(per_kind, lambda k: k['send_time_us']['50'])} "
                      f"| {_pair(per_kind, lambda k: k['send_time_us']['99'])} "
                      f"| {_pair(per_kind, lambda k: k['transfer_time_us']['50'])} "
-                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['99'])} |")
+                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['99'])} "
+                     f"| {_pair(per_kind, _compiler_share)} |")
     for name, error in result.get("variant_errors", {}).items():
         lines += ["", f"**Variant {name} failed in this run:** `{error.splitlines()[0][:500]}`"]
     return lines
 
 
 def _b1_profiles(result: dict) -> list[str]:
-    """Where dc1's broker spends its CPU per message, by part (jfr_profile.PARTS), mirrored beside unmirrored: each
-    part's share of the recording's stack samples times the run's CPU per message."""
+    """Where dc1's broker spends its CPU, mirrored beside unmirrored: the JIT compiler's share of the CPU of the threads
+    Flight Recorder reports, then the parts (jfr_profile.PARTS) of the Java code's stack samples."""
     lines = []
     for name, kinds in result.get("profiles", {}).items():
         if not {"async", "unmirrored"} <= set(kinds):
             continue
         mirrored, unmirrored = kinds["async"], kinds["unmirrored"]
-        cpu = {kind: kinds[kind]["cpu_us_per_message"]["dc1"] for kind in ("async", "unmirrored")}
+        threads = {kind: kinds[kind]["profile"].get("threads") or {} for kind in ("async", "unmirrored")}
+        split = "; ".join(f"{label}: " + ", ".join(f"{kind} {share:.0%}" for kind, share in threads[key].items())
+                          for key, label in (("async", "mirrored"), ("unmirrored", "unmirrored")) if threads[key])
         parts = list(dict.fromkeys([*mirrored["profile"]["cpu"]["parts"], *unmirrored["profile"]["cpu"]["parts"]]))
-        lines += ["", f"**{name}**: dc1's broker under Flight Recorder for one run each (mirrored "
-                  f"{mirrored['sent_per_s']:,.0f} msg/s, {mirrored['profile']['cpu']['samples']:,} samples; unmirrored "
-                  f"{unmirrored['sent_per_s']:,.0f} msg/s, {unmirrored['profile']['cpu']['samples']:,} samples). "
-                  "CPU µs per message by part: the part's share of the Java stack samples times the JVM's CPU per "
-                  "message (GC, JIT and the kernel's share spread alike); allocation per message from the "
-                  f"allocation samples: {mirrored['allocated_bytes_per_message']:,} B mirrored, "
-                  f"{unmirrored['allocated_bytes_per_message']:,} B unmirrored.", "",
-                  "| part | mirrored share | µs/msg | unmirrored share | µs/msg | difference µs/msg |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", f"**{name}**: dc1's broker under Flight Recorder for one run each: mirrored "
+                  f"{mirrored['sent_per_s']:,.0f} msg/s at {mirrored['cpu_us_per_message']['dc1']:,} µs of CPU per "
+                  f"message, {mirrored['profile']['cpu']['samples']:,} stack samples; unmirrored "
+                  f"{unmirrored['sent_per_s']:,.0f} msg/s at {unmirrored['cpu_us_per_message']['dc1']:,} µs, "
+                  f"{unmirrored['profile']['cpu']['samples']:,} samples. "
+                  + (f"The CPU of the threads the recorder reports (not the garbage collector's) by kind: {split}. "
+                     if split else "")
+                  + "The parts below are shares of the Java code's stack samples only: the compiler, the garbage "
+                  "collector and the kernel are not in them.", "",
+                  "| part | mirrored | unmirrored |", "|---|---|---|"]
         for part in parts:
-            shares = {kind: kinds[kind]["profile"]["cpu"]["parts"].get(part, 0.0) for kind in ("async", "unmirrored")}
-            cost = {kind: shares[kind] * cpu[kind] for kind in shares}
-            lines.append(f"| {part} | {shares['async']:.1%} | {cost['async']:.1f} | {shares['unmirrored']:.1%} "
-                         f"| {cost['unmirrored']:.1f} | **{cost['async'] - cost['unmirrored']:+.1f}** |")
-        lines.append(f"| all | | {cpu['async']:.1f} | | {cpu['unmirrored']:.1f} "
-                     f"| **{cpu['async'] - cpu['unmirrored']:+.1f}** |")
+            shares = [kinds[kind]["profile"]["cpu"]["parts"].get(part, 0.0) for kind in ("async", "unmirrored")]
+            lines.append(f"| {part} | {shares[0]:.1%} | {shares[1]:.1%} |")
         top = mirrored["profile"]["cpu"]["top_methods"][:8]
         lines += ["", "Top methods mirrored (share of samples): "
                   + "; ".join(f"`{method.rsplit('.', 2)[-2]}.{method.rsplit('.', 1)[-1]}` {share:.1%}"
@@ -312,7 +319,7 @@ def render(paths: list[str], out_dir: str = OUT_DIR, drill_results: str = DRILL_
     if os.path.exists(FINDINGS):
         with open(FINDINGS) as handle:
             findings = yaml.safe_load(handle) or {}
-    latest = max((results for _, results in newest.values()), key=lambda results: results["started"])
+    latest = max((results for _path, results in newest.values()), key=lambda results: results["started"])
     machine = latest["machine"]
     lines = ["# Benchmark results", "",
              "Written by `make bench` (tests/benchmarks/bench.py) from the result files in `benchmarks/results/`: each "

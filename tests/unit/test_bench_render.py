@@ -89,11 +89,12 @@ def _b1_kind(sent, cpu, send_p99):
             "send_time_us": {"50": 100, "99": send_p99}, "transfer_time_us": {"50": 2000, "99": 9000}}
 
 
-def _profile(sent, cpu, parts, allocated):
+def _profile(sent, cpu, parts, allocated, compiler):
     return {"sent_per_s": sent, "cpu_us_per_message": {"dc1": cpu, "dc2": 10.0}, "allocated_bytes_per_message": allocated,
             "profile": {"cpu": {"samples": 2500, "parts": parts,
                                 "top_methods": [["org.apache.qpid.proton.codec.EncoderImpl.writeObject", 0.12]]},
-                        "allocation": {"bytes": 10 ** 9, "parts": {}}}}
+                        "allocation": {"bytes": 10 ** 9, "parts": {}},
+                        "threads": {"Java threads": round(1 - compiler, 3), "JIT compiler": compiler}}}
 
 
 def test_b1s_sets_and_profile_render_cpu_per_message_by_part(tmp_path):
@@ -102,21 +103,23 @@ def test_b1s_sets_and_profile_render_cpu_per_message_by_part(tmp_path):
     b1["method"].update(fixed_rate_per_s=10_000, variants={"mirror TLS off": {"replication_tls": False}})
     b1["sets"] = {"amqp": {"ratios": [0.5], "median_ratio": 0.5, "all_rounds_ratio": 0.5,
                            "mirrored_per_s": [8000.0], "unmirrored_per_s": [16000.0],
-                           "per_kind": {"async": _b1_kind(8000, 90.0, 4000), "unmirrored": _b1_kind(16000, 45.0, 900)}}}
+                           "per_kind": {"async": dict(_b1_kind(8000, 90.0, 4000), dc1_compiler_share_of_cpu=0.12),
+                                        "unmirrored": _b1_kind(16000, 45.0, 900)}}}
     b1["profiles"] = {"core profile": {
-        "async": _profile(8000, 100.0, {"journal": 0.4, "TLS": 0.3, "mirror": 0.3}, 3000),
-        "unmirrored": _profile(20000, 50.0, {"journal": 0.8, "CORE protocol": 0.2}, 1500)}}
+        "async": _profile(8000, 100.0, {"journal": 0.4, "TLS": 0.3, "mirror": 0.3}, 3000, 0.3),
+        "unmirrored": _profile(20000, 50.0, {"journal": 0.8, "CORE protocol": 0.2}, 1500, 0.1)}}
     b1["variant_errors"] = {"broker metrics on": "RuntimeError: site.yml failed\nmore"}
     path = tmp_path / "2026-11-25-abc1234.json"
     path.write_text(json.dumps(result))
     text = open(render.render([str(path)], str(tmp_path), str(tmp_path / "no-drills"))).read()
-    assert "| amqp | 8,000 (16,000) | **0.5** | 90.0 / 45.0 | 45.0 / 22.5 | 100 / 100 | 4,000 / 900 |" in text
+    assert ("| amqp | 8,000 (16,000) | **0.5** | 90.0 / 45.0 | 45.0 / 22.5 | 100 / 100 | 4,000 / 900 | 2,000 / 2,000 "
+            "| 9,000 / 9,000 | 12% / - |") in text
     assert "`mirror TLS off`: `{replication_tls: false}`" in text
-    assert "| journal | 40.0% | 40.0 | 80.0% | 40.0 | **+0.0** |" in text
-    assert "| TLS | 30.0% | 30.0 | 0.0% | 0.0 | **+30.0** |" in text
-    assert "| CORE protocol | 0.0% | 0.0 | 20.0% | 10.0 | **-10.0** |" in text
-    assert "| all | | 100.0 | | 50.0 | **+50.0** |" in text
-    assert "3,000 B mirrored, 1,500 B unmirrored" in text
+    assert "| journal | 40.0% | 80.0% |" in text
+    assert "| TLS | 30.0% | 0.0% |" in text
+    assert "| CORE protocol | 0.0% | 20.0% |" in text
+    assert "mirrored 8,000 msg/s at 100.0 µs of CPU per message, 2,500 stack samples" in text
+    assert "by kind: mirrored: Java threads 70%, JIT compiler 30%; unmirrored: Java threads 90%, JIT compiler 10%." in text
     assert "`EncoderImpl.writeObject` 12.0%" in text
     assert "**Variant broker metrics on failed in this run:** `RuntimeError: site.yml failed`" in text
 

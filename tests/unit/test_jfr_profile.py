@@ -42,6 +42,20 @@ def test_shares_of_cpu_and_of_allocated_bytes():
     assert summary["allocation"] == {"bytes": 400, "parts": {"journal": 0.75, "remoting (netty)": 0.25}}
 
 
+def _load(thread, user, system=0.0):
+    return {"type": "jdk.ThreadCPULoad", "values": {"eventThread": {"javaName": thread}, "user": user,
+                                                     "system": system}}
+
+
+def test_the_compilers_and_the_recorders_threads_are_counted_apart_from_the_brokers():
+    events = [_load("C2 CompilerThread0", 0.2), _load("C2 CompilerThread0", 0.4), _load("C1 CompilerThread0", 0.1),
+              _load("Thread-2 (activemq-client-remoting)", 0.3, 0.1), _load("JFR Periodic Tasks", 0.05),
+              _load("Thread-0 (activemq-remoting-artemis-dc1-node1)", 0.15), _sample("java.lang.Object")]
+    assert jfr_profile.summarise(events)["threads"] == {"Java threads": 0.55, "JIT compiler": 0.4,
+                                                        "Flight Recorder": 0.05}
+    assert jfr_profile.summarise([_sample("java.lang.Object")])["threads"] == {}
+
+
 def test_a_real_recording_is_read(tmp_path):
     # The JDK make setup installs (openjdk-17-jdk-headless) has java and jfr.
     source = tmp_path / "Busy.java"
@@ -55,3 +69,4 @@ def test_a_real_recording_is_read(tmp_path):
     # Busy's loop is no part of the broker's, and the source launcher's compiler is the JDK's.
     assert set(summary["cpu"]["parts"]) <= {"other", "JDK only"}
     assert summary["cpu"]["parts"]["other"] > 0
+    assert summary["threads"]["Java threads"] > 0

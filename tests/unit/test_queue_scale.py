@@ -78,7 +78,7 @@ def _row(now, broker, queue):
 def test_the_collector_figures_put_the_rows_written_beside_every_row_computed():
     idle = {"q1", "q2", "q3"}
     brokers = ["dc1-node1", "dc2-node1"]
-    cycle_times = [float(5 * cycle) for cycle in range(24) for _ in brokers for _link in range(2)]
+    cycle_times = [float(5 * cycle) for cycle in range(24) for _broker in brokers for _link in range(2)]
     # Over two minutes: each idle queue written at each edge of two windows, the busy one at every sample.
     rows = [_row(t, broker, queue) for t in (0, 55, 60, 115) for broker in brokers for queue in sorted(idle)]
     rows += [_row(5 * cycle, broker, "busy") for cycle in range(24) for broker in brokers]

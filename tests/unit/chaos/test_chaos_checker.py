@@ -239,8 +239,8 @@ def test_a_datacentre_that_starts_cold_while_cut_off_may_hold_its_groups_until_t
     wedged = _clean() + partition + _returning_dc2(200) + [_activity(202), _activity(release + 30, "dc2")]
     assert _broken(wedged) == ["active_somewhere"]
     # A backup in sync taking over does not hold, nor does a cold start that hears the others.
-    takeover = _clean() + partition + _returning_dc2(200, in_sync_before=True) + [_activity(202),
-                                                                                   _activity(release - 1, "dc2")]
+    takeover = (_clean() + partition + _returning_dc2(200, in_sync_before=True)
+                + [_activity(202), _activity(release - 1, "dc2")])
     assert _broken(takeover) == ["active_somewhere"]
     heard = _clean() + _returning_dc2(200) + [_activity(202), _activity(release - 1, "dc2")]
     assert _broken(heard) == ["active_somewhere"]
