@@ -43,8 +43,8 @@ def test_shares_of_cpu_and_of_allocated_bytes():
 
 
 def _load(thread, user, system=0.0):
-    return {"type": "jdk.ThreadCPULoad", "values": {"eventThread": {"javaName": thread}, "user": user,
-                                                     "system": system}}
+    values = {"eventThread": {"javaName": thread}, "user": user, "system": system}
+    return {"type": "jdk.ThreadCPULoad", "values": values}
 
 
 def test_the_compilers_and_the_recorders_threads_are_counted_apart_from_the_brokers():
