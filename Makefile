@@ -36,7 +36,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
-	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache release plugins
+	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache reproduce-tls-auth-exceptions release plugins
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
@@ -48,6 +48,7 @@ help:
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 	@echo "make reproduce-mirror-duplicate-cache  whether a mirror target takes again what a crashed source resends"
+	@echo "make reproduce-tls-auth-exceptions  whether a broker throws at every message sent over TLS without a client certificate"
 	@echo "make release  check that the changelog describes galaxy.yml's version, build the collection into dist/ and list it"
 
 setup: .cache/apt.done $(VENV)/.installed $(ARTEMIS_HOME)/bin/artemis $(TOXIPROXY) $(COLLECTION_LINK) $(AWX_COLLECTION) \
@@ -231,6 +232,11 @@ reproduce-mirror-race: setup
 # source broker (docs/chaos.md, 3 x 1 seed 2): two plain brokers on the controller, no test bed.
 reproduce-mirror-duplicate-cache: setup
 	cd tests && python -m drills.reproduce_mirror_duplicate_cache
+
+# Re-check an Artemis release for an exception thrown at every message a client sends over TLS without a client
+# certificate (docs/upstream/tls-auth-exceptions.md): one plain broker on the controller, no test bed.
+reproduce-tls-auth-exceptions: setup
+	cd tests && python -m drills.reproduce_tls_auth_exceptions
 
 # The collection's figures (benchmarks/RESULTS.md), on a test bed of their own; not part of make test (a smoke of
 # the rendering is). make bench BENCH_ARGS="--only B1 --rounds 3"
