@@ -43,10 +43,9 @@ def cpu_seconds(node) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def flight_recording(node, name: str, summary: dict, settings: str = "profile", keep: str | None = None):
+def flight_recording(node, name: str, summary: dict, settings: str = "profile"):
     """Records the broker with Java Flight Recorder (the JDK's `profile` settings: a stack sample every 10 ms) for
-    the duration of the block; then fills ``summary`` with jfr_profile's summary of the recording (and keeps the
-    recording at ``keep``, a path on the controller, when given)."""
+    the duration of the block; then fills ``summary`` with jfr_profile's summary of the recording."""
     pid = str(broker_pid(node))
     remote = f"/tmp/continuity-bench-{name}.jfr"
     jcmd = ["runuser", "-u", SERVICE_USER, "--", "jcmd", pid]
@@ -62,5 +61,3 @@ def flight_recording(node, name: str, summary: dict, settings: str = "profile", 
         with open(local, "wb") as handle:
             handle.write(recording)
         summary.update(jfr_profile.summarise(jfr_profile.read(local)))
-        if keep:
-            os.replace(local, keep)

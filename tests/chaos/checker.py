@@ -290,9 +290,9 @@ def holds(run: Run) -> list[dict]:
 
 def active_somewhere(run: Run) -> dict:
     """A group is dark (active nowhere) only while an operation or a hold allows it, or for a short while."""
-    allowed = [_span_times(span, run.last) for span in run.operations.values()]
+    operations = [_span_times(span, run.last) for span in run.operations.values()]
     held = holds(run)
-    allowed += [(hold["from"], hold["to"]) for hold in held]
+    allowed = operations + [(hold["from"], hold["to"]) for hold in held]
     broken, dark_seconds, excused_by_holds = [], 0.0, 0.0
     for group, samples in run.activity.items():
         started = None
@@ -303,9 +303,9 @@ def active_somewhere(run: Run) -> dict:
             elif not dark and started is not None:
                 ended = sample["t"] if sample else run.last
                 dark_seconds += ended - started
-                uncovered = (ended - started) - _covered(started, ended, allowed)
-                excused_by_holds += ((ended - started) - _covered(started, ended, allowed[:len(allowed) - len(held)])
-                                     - uncovered)
+                covered = _covered(started, ended, allowed)
+                uncovered = (ended - started) - covered
+                excused_by_holds += covered - _covered(started, ended, operations)
                 if uncovered > DARK_TOLERANCE_SECONDS:
                     broken.append({"t": started, "group": group, "why": f"active nowhere for "
                                    f"{ended - started:.1f} s, {uncovered:.1f} s of it outside any operation or hold"})
