@@ -98,12 +98,16 @@ def is_alive(pid):
         return False
 
 
-def kill_and_wait(pids, timeout=15):
+def signal_all(pids, signum):
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signum)
         except ProcessLookupError:
             pass
+
+
+def kill_and_wait(pids, timeout=15):
+    signal_all(pids, signal.SIGKILL)
     deadline = time.time() + timeout
     while time.time() < deadline:
         alive = [p for p in pids if is_alive(p)]
