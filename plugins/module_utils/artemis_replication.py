@@ -63,6 +63,10 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
     # How many events a link's queue has delivered since the broker started: with the backlog, where a drain under
     # load stands (artemis_drain_check's caught_up).
     acknowledged = dict((queue['name'], _int(queue.get('messagesAcked'))) for queue in queues)
+    # Of the backlog, the events its sender has not taken yet (the rest are on their way or await the target's
+    # answer): what a power loss of this broker would lose of it, as what is on the wire still arrives.
+    undispatched = dict((queue['name'], max(_int(queue['messageCount']) - _int(queue.get('deliveringCount')), 0))
+                        for queue in queues)
     for connection in client.broker_connections():
         report['links'].append({
             'name': connection['name'],
@@ -71,6 +75,7 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             'connected': _flag(connection.get('connected')),
             'backlog': backlog.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
             'acknowledged': acknowledged.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
+            'undispatched': undispatched.get(MIRROR_QUEUE_PREFIX + connection['name'], 0),
         })
     outbound = dict((queue['name'], _int(queue['messageCount'])) for queue in queues
                     if queue['name'].startswith((OUTBOUND_QUEUE_PREFIX, EXPORT_QUEUE_PREFIX)))
@@ -86,13 +91,15 @@ def broker_report(client, include_prefixes=(), exclude_prefixes=()):
             kind = 'exports' if bridge['queue'].startswith(EXPORT_QUEUE_PREFIX) else 'links'
             report[kind].append({'name': bridge['name'], 'engine': 'bridge', 'started': True,
                                  'connected': bridge['connected'], 'backlog': outbound[bridge['queue']],
-                                 'acknowledged': acknowledged[bridge['queue']]})
+                                 'acknowledged': acknowledged[bridge['queue']],
+                                 'undispatched': undispatched[bridge['queue']]})
     # Artemis stops every bridge of a broker once one is refused a send (AMQ224058), and no longer lists them: what
     # waits in their outbound queues has not crossed all the same (the drain check and the collector count it).
     for name in sorted(set(outbound) - bridged):
         if name.startswith(OUTBOUND_QUEUE_PREFIX):
             report['links'].append({'name': name, 'engine': 'bridge', 'listed': False, 'started': False,
-                                    'connected': False, 'backlog': outbound[name], 'acknowledged': acknowledged[name]})
+                                    'connected': False, 'backlog': outbound[name], 'acknowledged': acknowledged[name],
+                                    'undispatched': undispatched[name]})
     durable = None
     for queue in queues:
         if is_application_queue(queue, include_prefixes, exclude_prefixes):

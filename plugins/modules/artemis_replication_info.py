@@ -77,8 +77,10 @@ brokers:
       returned: always
     links:
       description: The estate's replication from this broker, mirror broker connections and the bridge engine's
-        bridges, with C(name), C(engine) (C(mirror) or C(bridge)), C(started), C(connected) and C(backlog) (events in
-        the mirror's store-and-forward queue, messages in the bridge's outbound queue). An outbound queue whose
+        bridges, with C(name), C(engine) (C(mirror) or C(bridge)), C(started), C(connected), C(backlog) (events in
+        the mirror's store-and-forward queue, messages in the bridge's outbound queue), C(acknowledged) (what that
+        queue delivered since the broker started) and C(undispatched) (of the backlog, what the link's sender has not
+        taken yet; the rest is on its way or awaits the target's answer). An outbound queue whose
         bridge the broker does not list (Artemis stops every bridge of a broker once one is refused a send) is a
         link with C(listed=false), not started and not connected, and its messages as backlog.
       type: list

@@ -2,14 +2,15 @@
 
     python -m continuity_rpo.collector --config collector.yml [--duration SECONDS]
 
-Per queue: messages added and acknowledged, message, delivering and consumer counts. Per mirror: connected and
-the store-and-forward backlog. Per live broker: the mirrored messages it keeps because they found no queue, per
-original address (module_utils/artemis_address_settings). It reads the brokers with the collection's own management client (module_utils),
-so the same code answers the modules, the tests and the measurement. Per broker with a metrics endpoint
-(metrics_url) and per group active at every datacentre (staging_delays): the acknowledgement notices that arrived
-there, from each other datacentre (broker_metrics). A broker that does not answer is skipped
-for that sample (its datacentre's rows simply stop), and so is one whose answer cannot be used (named on stderr);
-a refused login stops the collector with the broker named.
+Per queue: messages added and acknowledged, message, delivering and consumer counts. Per mirror: connected,
+the store-and-forward backlog and what of it the mirror's sender has not taken yet. Per live broker: the mirrored
+messages it keeps because they found no queue, per original address (module_utils/artemis_address_settings).
+It reads the brokers with the collection's own management client (module_utils), so the same code answers the
+modules, the tests and the measurement. Per broker with a metrics endpoint (metrics_url) and per group active at
+every datacentre (staging_delays): the acknowledgement notices that arrived there, from each other datacentre
+(broker_metrics). A broker that does not answer is skipped for that sample (its datacentre's rows simply stop),
+and so is one whose answer cannot be used (named on stderr); a refused login stops the collector with the broker
+named.
 
 Queue rows are written when they change (QueueRows): an estate of idle queues costs two rows per queue and window,
 not one per sample, and the job's figures are the same as from every sample.
@@ -127,7 +128,7 @@ def sample(config: dict, now: float, seen: dict | None = None) -> tuple[dict[str
                 delivering_count=queue["delivering_count"], consumer_count=queue["consumer_count"]))
         for link in report["links"]:
             rows["link_samples"].append(dict(where, link=link["name"], connected=link["connected"],
-                                             backlog=link["backlog"],
+                                             backlog=link["backlog"], undispatched=link["undispatched"],
                                              target_datacentre=targets.get((broker["datacentre"], link["name"]))))
         if report["live"]:
             rows["kept_samples"].append(dict(where, kept=sum(report["kept"].values()),

@@ -189,8 +189,11 @@ def merge_estimates(at_risk: DataFrame, previous_drills: DataFrame, drills: Data
     (it read those samples), the previous runs' for an earlier one."""
     recent = drills.where(F.col("fault_time") >= cutoff).select("drill")
     earlier = drills.where(F.col("fault_time") < cutoff).select("drill")
+    if "messages_in_flight" not in previous_drills.columns:  # a history written before the job estimated it
+        previous_drills = previous_drills.withColumn("messages_in_flight", F.lit(None).cast("double"))
     return (at_risk.join(recent, "drill")
-            .unionByName(previous_drills.select("drill", "estimated_at", "messages_at_risk", "deliveries_at_risk")
+            .unionByName(previous_drills.select("drill", "estimated_at", "messages_at_risk", "deliveries_at_risk",
+                                                "messages_in_flight")
                          .join(earlier, "drill")))
 
 

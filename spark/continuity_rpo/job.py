@@ -123,7 +123,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
     activation = metrics.activation_seconds(durations, config["activation_seconds"])
     rto = metrics.rto_estimate(queue_windows, config["detection_seconds"], activation)
     drills = metrics.drill_outcomes(data["ledgers"])
-    at_risk = metrics.at_risk_before(data["queue_samples"], drills)
+    at_risk = metrics.at_risk_before(data["queue_samples"], data["link_samples"], drills, window)
     if previous and previous.drills is not None:
         at_risk = incremental.merge_estimates(at_risk, previous.drills, drills, run.read_from + window)
     drills = drills.join(at_risk, "drill", "left").cache()

@@ -376,10 +376,26 @@ def drill_outcomes(ledgers: DataFrame) -> DataFrame:
             .drop("oldest_lost_at", "recovered_at"))
 
 
-def at_risk_before(queue_samples: DataFrame, drills: DataFrame) -> DataFrame:
+def in_flight_before(link_samples: DataFrame, faults: DataFrame, window: int) -> DataFrame:
+    """Per drill: the events the failed datacentre's replication senders had not taken yet at a random instant of
+    the window before the fault (the mean of each link's undispatched count over its samples, summed over the links
+    to a datacentre; with several candidates the largest). What is sent in the last milliseconds before a power
+    loss is never in a sample; by Little's law this mean is the expected number waiting at the instant it strikes.
+    Events, not messages: the acknowledgements and creates among them are not lost messages."""
+    recent = (link_samples.join(faults, (link_samples["datacentre"] == faults["failed_datacentre"])
+                                & (link_samples["time"] <= faults["fault_time"])
+                                & (link_samples["time"] > faults["fault_time"] - window))
+              .groupBy("drill", "target_datacentre", "broker", "link")
+              .agg(F.avg("undispatched").alias("undispatched")))
+    return (recent.groupBy("drill", "target_datacentre").agg(F.sum("undispatched").alias("undispatched"))
+            .groupBy("drill").agg(F.max("undispatched").alias("messages_in_flight")))
+
+
+def at_risk_before(queue_samples: DataFrame, link_samples: DataFrame, drills: DataFrame, window: int) -> DataFrame:
     """Per drill: the job's estimate, from each broker's last sample before the fault, of the messages an abrupt
     failover would lose (not yet counted at the datacentre taking over, summed over queues; with several candidates
-    the most behind) and redeliver (delivered but unacknowledged at the failed datacentre)."""
+    the most behind) and redeliver (delivered but unacknowledged at the failed datacentre); and, apart, the tail
+    that no sample sees (in_flight_before)."""
     faults = drills.where(F.col("fault_time").isNotNull()).select("drill", "fault_time", "failed_datacentre")
     newest_first = Window.partitionBy("drill", "broker", "queue").orderBy(F.col("time").desc())
     last = (queue_samples.join(faults, queue_samples["time"] <= faults["fault_time"])
@@ -397,4 +413,5 @@ def at_risk_before(queue_samples: DataFrame, drills: DataFrame) -> DataFrame:
                       F.max("time").alias("time")))
     return (per_queue.groupBy("drill")
             .agg(F.max("time").alias("estimated_at"), F.sum("lost").alias("messages_at_risk"),
-                 F.sum("redelivered").alias("deliveries_at_risk")))
+                 F.sum("redelivered").alias("deliveries_at_risk"))
+            .join(in_flight_before(link_samples, faults, window), "drill", "left"))

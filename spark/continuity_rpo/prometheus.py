@@ -134,7 +134,11 @@ def registry_for(results: Results, finished_at: float) -> CollectorRegistry:
                 ("drill_rpo_seconds", "rpo_seconds", "Actual RPO in time of the latest drill."),
                 ("drill_rto_seconds", "rto_seconds", "Actual RTO of the latest drill."),
                 ("drill_messages_at_risk_estimate", "messages_at_risk",
-                 "The job's estimate, before the fault, of the messages the latest drill would lose.")):
+                 "The job's estimate, before the fault, of the messages the latest drill would lose (what its last "
+                 "samples saw behind)."),
+                ("drill_messages_in_flight_estimate", "messages_in_flight",
+                 "The tail no sample sees: the failed datacentre's replication events not yet taken by a sender, "
+                 "on average over the window before the fault (lost at a power loss; add to the estimate above).")):
             each([latest], ["drill"], [(gauge(name, help_text, ["drill"]), column)])
         if latest["fault_time"] is not None:
             gauge("drill_last_timestamp_seconds", "Fault time of the latest drill.").set(latest["fault_time"])

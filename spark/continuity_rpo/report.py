@@ -228,6 +228,7 @@ def render(results: Results, config: dict) -> str:
         ("Drills: the estimate before the fault beside what the ledger measured", _table(results.drills, [
             ("Drill", "drill", ""), ("Fault at", "fault_time", ""), ("Messages at risk (estimate)",
                                                                      "messages_at_risk", ""),
+            ("In flight (estimate)", "messages_in_flight", ""),
             ("Lost", "lost", ""), ("Deliveries at risk (estimate)", "deliveries_at_risk", ""),
             ("Duplicates", "duplicates", ""), ("Accepted", "accepted", ""), ("Actual RPO", "rpo_seconds", " s"),
             ("Actual RTO", "rto_seconds", " s")])),

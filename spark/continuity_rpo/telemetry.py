@@ -50,7 +50,7 @@ SCHEMAS = {
                              ("delivering_count", LongType()), ("consumer_count", LongType())),
     "link_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
                             ("link", StringType()), ("target_datacentre", StringType()),
-                            ("connected", BooleanType()), ("backlog", LongType())),
+                            ("connected", BooleanType()), ("backlog", LongType()), ("undispatched", LongType())),
     "kept_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
                             ("kept", LongType()), ("kept_by_address", MapType(StringType(), LongType()))),
     "notice_samples": _schema(("time", DoubleType()), ("broker", StringType()), ("datacentre", StringType()),
@@ -147,7 +147,7 @@ def _rejections(kind, frame, now):
         reasons.append(("negative counter", F.least(*[F.col(c) for c in (
             "messages_added", "messages_acknowledged", "message_count", "delivering_count")]) < 0))
     if kind == "link_samples":
-        reasons.append(("negative counter", F.col("backlog") < 0))
+        reasons.append(("negative counter", F.least("backlog", "undispatched") < 0))
     if kind == "kept_samples":
         reasons.append(("negative counter", F.col("kept") < 0))
     if kind == "notice_samples":

@@ -200,14 +200,20 @@ def _b4(result: dict, out_dir: str) -> list[str]:
              f"A producer ({method['producer']}) at the given rate and the RPO measurement ({method['measurement']}) "
              f"for {method['load_seconds_before_fault']} s; then dc1's host is powered off ({method['fault']}); "
              f"{method['failover']}; a consumer at dc2 takes what dc2 has. Lost = accepted by dc1, never consumed at "
-             "dc2 (ledger). The estimate is the RPO job's count of messages at risk in its last window before the "
-             "fault; the bound is rate × the drill's RPO in time (from the ledger, as the job computes it) + 10.", "",
-             "| rate | WAN delay | accepted | lost | job's lost | estimate before the fault | error | within ±10 % or ±5 "
-             "| drill RPO | loss bound | fault → activated |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "dc2 (ledger). The estimate before the fault is the RPO job's: what its last samples saw dc2 behind, plus "
+             "the in-flight tail (dc1's mirror events not yet taken by its sender, on average over the window before "
+             "the fault; [measurement.md](../docs/measurement.md)); the bound is rate × the drill's RPO in time (from "
+             "the ledger, as the job computes it) + 10.", "",
+             "| rate | WAN delay | accepted | lost | job's lost | behind | in flight | estimate before the fault | error "
+             "| within ±10 % or ±5 | drill RPO | loss bound | fault → activated |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
         within = {True: "yes", False: "no", None: "-"}[row["estimate_within_goal"]]
+        # Runs before the in-flight estimate had only the count behind.
+        behind = row.get("behind_before_fault", row["estimate_before_fault"])
         lines.append(f"| {row['rate_per_s']:,}/s | {row['wan_delay_ms']} ms | {row['accepted']:,} | **{row['lost']:,}** "
-                     f"| {row['job_lost']} | {row['estimate_before_fault']} | {row['estimate_error']} | {within} "
+                     f"| {row['job_lost']} | {behind} | {row.get('in_flight_estimate', '-')} "
+                     f"| {row['estimate_before_fault']} | {row['estimate_error']} | {within} "
                      f"| {_seconds(row['drill_rpo_s'])} | {row['loss_bound']} | {row['fault_to_activated_s']} s |")
     lines += ["", "### B5 after failback", "",
               "dc1 boots with its journal, site.yml starts its broker, failback.yml brings what it had not replicated "

@@ -15,8 +15,8 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_managem
     BrokerNotReady, BrokerUnreachable)
 
 
-def link(backlog=0, acknowledged=0, connected=True):
-    return {"backlog": backlog, "acknowledged": acknowledged, "connected": connected}
+def link(backlog=0, acknowledged=0, connected=True, delivering=0):
+    return {"backlog": backlog, "acknowledged": acknowledged, "connected": connected, "delivering": delivering}
 
 
 class StubBroker:
@@ -46,15 +46,16 @@ class StubBroker:
         return counts if isinstance(counts, tuple) else (counts, counts)
 
     def queues(self):
-        def row(name, messages, acknowledged=0, internal=False):
+        def row(name, messages, acknowledged=0, internal=False, delivering=0):
             return {"name": name, "address": name, "routingType": "ANYCAST", "messageCount": str(messages),
-                    "deliveringCount": "0", "consumerCount": "1", "paused": "false", "messagesAdded": "0",
+                    "deliveringCount": str(delivering), "consumerCount": "1", "paused": "false", "messagesAdded": "0",
                     "messagesAcked": str(acknowledged), "internalQueue": str(internal).lower(),
                     "temporary": "false"}
         rows = [row(name, self._counts(name)[0]) for name in self.queue_counts]
-        rows += [row(MIRROR_QUEUE_PREFIX + name, state["backlog"], state["acknowledged"], internal=True)
-                 for name, state in self.links.items()]
-        rows += [row(name, state["backlog"], state["acknowledged"]) for name, state in self.bridge_links.items()]
+        rows += [row(MIRROR_QUEUE_PREFIX + name, state["backlog"], state["acknowledged"], internal=True,
+                     delivering=state["delivering"]) for name, state in self.links.items()]
+        rows += [row(name, state["backlog"], state["acknowledged"], delivering=state["delivering"])
+                 for name, state in self.bridge_links.items()]
         if self.kept:
             rows.append(row(KEPT_ADDRESS, sum(self.kept.values())))
         return rows

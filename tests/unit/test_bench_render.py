@@ -136,3 +136,24 @@ def test_each_section_comes_from_the_newest_run_that_measured_it(tmp_path):
     b3 = text.split("## B3", 1)[1].split("## ", 1)[0]
     assert "(commit def5678, 2026-11-26 10:00 UTC)" in b3 and "**7.5 s**" in b3 and "**12.5 s**" not in b3
     assert "(commit abc1234, 2026-11-25 10:00 UTC)" in text.split("## B1", 1)[1].split("## ", 1)[0]
+
+
+def _b4_row(**figures):
+    row = {"rate_per_s": 1000, "wan_delay_ms": 50, "accepted": 17_000, "lost": 4, "job_lost": 4.0,
+           "estimate_before_fault": 0.0, "estimate_error": -4.0, "estimate_within_goal": True, "drill_rpo_s": 0.0,
+           "loss_bound": 10, "fault_to_activated_s": 13.5, "lost_after_failback": 0, "duplicates_overall": 0}
+    return dict(row, **figures)
+
+
+def test_b4_shows_the_in_flight_tail_beside_what_was_behind_and_a_run_from_before_it_without(tmp_path):
+    result = dict(RESULT, benchmarks={"B4": {
+        "goal": "the estimate within 10 % or 5 messages",
+        "method": {"producer": "proton", "load_seconds_before_fault": 15, "fault": "power off",
+                   "failover": "forced", "measurement": "every 1 s"},
+        "rows": [_b4_row(behind_before_fault=1.0, in_flight_estimate=2.5, estimate_before_fault=3.5,
+                         estimate_error=-0.5), _b4_row(rate_per_s=100)]}})
+    path = tmp_path / "2026-12-01-abc1234.json"
+    path.write_text(json.dumps(result))
+    text = open(render.render([str(path)], str(tmp_path), str(tmp_path))).read()
+    assert "| 1,000/s | 50 ms | 17,000 | **4** | 4.0 | 1.0 | 2.5 | 3.5 | -0.5 | yes | 0.00 s | 10 | 13.5 s |" in text
+    assert "| 100/s | 50 ms | 17,000 | **4** | 4.0 | 0.0 | - | 0.0 | -4.0 | yes |" in text

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from continuity_rpo import job
+from continuity_rpo import incremental, job
 
 from test_job import _arguments
 from test_metrics import T0
@@ -111,6 +111,17 @@ def test_incremental_runs_recompute_only_what_new_rows_touch_and_agree_with_a_ba
     assert worst == pytest.approx(RELEASED_AT + 0.3 - STALL_FROM)
     assert ("queue_samples", "missing datacentre", 3) in batch.rejected
     assert batch.drills[0]["messages_at_risk"] is not None
+
+
+def test_a_history_written_before_the_in_flight_estimate_keeps_its_drills_with_that_estimate_unknown(spark):
+    at_risk = spark.createDataFrame([("new", T0 + 1.0, 4, 0, 0.5)], "drill string, estimated_at double, "
+                                    "messages_at_risk long, deliveries_at_risk long, messages_in_flight double")
+    old = spark.createDataFrame([("old", T0 - 100.0, 7, 1)], "drill string, estimated_at double, "
+                                "messages_at_risk long, deliveries_at_risk long")
+    drills = spark.createDataFrame([("new", T0 + 2.0), ("old", T0 - 99.0)], "drill string, fault_time double")
+    merged = {row["drill"]: row.asDict() for row in incremental.merge_estimates(at_risk, old, drills, T0).collect()}
+    assert merged["old"]["messages_at_risk"] == 7 and merged["old"]["messages_in_flight"] is None
+    assert merged["new"]["messages_in_flight"] == 0.5
 
 
 def test_as_of_is_refused_with_incremental_naming_both(tmp_path, capsys):

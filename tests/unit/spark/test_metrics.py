@@ -227,13 +227,37 @@ def test_the_drill_playbook_reads_a_ledger_as_the_job_does():
     assert drill.outcome(_ledger_rows()) == DRILL_F1
 
 
+def _undispatched_rows(datacentre, target, link, values, every=5, broker="n1"):
+    return [{"time": T0 + every * i, "broker": broker, "datacentre": datacentre, "link": link,
+             "target_datacentre": target, "connected": True, "backlog": 100, "undispatched": value}
+            for i, value in enumerate(values)]
+
+
 def test_the_estimate_before_the_fault_stands_beside_the_drill(spark):
     rows = [row for row in _queue_rows() if row["time"] < T0 + 30]
-    samples = telemetry.from_rows(spark, {"queue_samples": rows})["queue_samples"]
+    # dc1's two mirrors to dc2 held 0, 0, 4, 0, 2, 0 and 1 each time events their senders had not taken yet, in
+    # the samples of the minute before the fault; a sample after it, one older than the window and dc2's own
+    # mirror do not count.
+    links = (_undispatched_rows("dc1", "dc2", "dc2_all", [0, 0, 4, 0, 2, 0, 500])
+             + _undispatched_rows("dc1", "dc2", "dc2_east", [1] * 6)
+             + [dict(row, time=row["time"] - W - 1) for row in _undispatched_rows("dc1", "dc2", "dc2_all", [900])]
+             + _undispatched_rows("dc2", "dc1", "dc1_all", [30] * 6))
+    data = telemetry.from_rows(spark, {"queue_samples": rows, "link_samples": links})
     drills = spark.createDataFrame([Row(drill="f1", fault_time=float(T0 + 27), failed_datacentre="dc1")])
-    # The last samples before the fault (25 s): dc2 is 50 messages behind dc1; dc1 has 3 deliveries in flight.
-    assertDataFrameEqual(metrics.at_risk_before(samples, drills), [
-        Row(drill="f1", estimated_at=float(T0 + 25), messages_at_risk=50, deliveries_at_risk=3)])
+    # The last samples before the fault (25 s): dc2 is 50 messages behind dc1; dc1 has 3 deliveries in flight;
+    # its senders had 1 + 1 events waiting on average.
+    assertDataFrameEqual(metrics.at_risk_before(data["queue_samples"], data["link_samples"], drills, W), [
+        Row(drill="f1", estimated_at=float(T0 + 25), messages_at_risk=50, deliveries_at_risk=3,
+            messages_in_flight=2.0)])
+
+
+def test_the_tail_is_the_largest_of_the_datacentres_that_could_take_over_and_unknown_without_samples(spark):
+    links = (_undispatched_rows("dc1", "dc2", "dc2_all", [3, 3]) + _undispatched_rows("dc1", "dc3", "dc3_all", [5, 7])
+             + _undispatched_rows("dc1", "dc2", "dc2_all", [1, 1], broker="n2"))
+    samples = telemetry.from_rows(spark, {"link_samples": links})["link_samples"]
+    faults = spark.createDataFrame([Row(drill="f1", fault_time=float(T0 + 6), failed_datacentre="dc1"),
+                                    Row(drill="f2", fault_time=float(T0 + 6), failed_datacentre="dc9")])
+    assertDataFrameEqual(metrics.in_flight_before(samples, faults, W), [Row(drill="f1", messages_in_flight=6.0)])
 
 
 def test_rto_estimate_is_detection_plus_activation_plus_draining_at_the_measured_speed(spark):
