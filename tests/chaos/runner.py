@@ -22,13 +22,13 @@ import time
 import uuid
 
 from ansible_collections.continuity.artemis.plugins.module_utils import amqp_ledger as amqp
-from chaos import checker, history, measure, schedule
+from chaos import checker, history, measure, schedule, summary as results_page
 from chaos.regressions import REGRESSIONS
 from chaos.world import World
 from support.estate import REPO_ROOT, Estate, layout_inventory
 from support.measurement import Measurement
 
-RESULTS = os.path.join(REPO_ROOT, "tests", "drills", "results", "chaos")
+RESULTS = results_page.RESULTS
 RATE = 20              # msg/s per producer: 2 CPUs carry the bed, the load and the controller
 PREFETCH = 10          # a consumer cut off may see this many again
 RUNTIME_QUEUE_EVERY_S = 180
@@ -285,6 +285,7 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         json.dump(summary, handle, indent=1)
     os.makedirs(RESULTS, exist_ok=True)
     shutil.copy(os.path.join(directory, "verdicts.json"), os.path.join(RESULTS, f"{name}.json"))
+    results_page.write()
     if not keep_bed:
         Estate.testbed("down")
     return summary
@@ -302,6 +303,7 @@ def judge_again(directory: str, why: str) -> dict:
     with open(os.path.join(directory, "verdicts.json"), "w") as handle:
         json.dump(summary, handle, indent=1)
     shutil.copy(os.path.join(directory, "verdicts.json"), os.path.join(RESULTS, f"{summary['name']}.json"))
+    results_page.write()
     return summary
 
 

@@ -1,0 +1,40 @@
+"""The chaos runs' page: the committed one is what the run files say, and a run counts only when it is long,
+overlapping, clean and every invariant held."""
+
+import json
+import os
+
+from chaos import summary
+
+
+def _run(seed, **changes):
+    run = {"name": f"2x2-seed{seed}", "seed": seed, "estate": "2x2", "duration_s": 1200.0,
+           "code": {"at_start": "abc", "at_end": "abc"}, "steps": 40, "overlapping_steps": 35, "workers_crashed": [],
+           "holds": True, "findings": [],
+           "verdicts": [{"invariant": "no_loss", "holds": True, "counted": {"accepted": 1000, "lost": 0}},
+                        {"invariant": "single_active", "holds": True, "counted": {}}]}
+    return dict(run, **changes)
+
+
+def test_the_committed_page_is_what_the_run_files_say():
+    with open(os.path.join(summary.RESULTS, summary.PAGE)) as handle:
+        assert handle.read() == summary.render(summary.runs()), "run `cd tests && python -m chaos.summary`"
+
+
+def test_a_run_counts_only_when_long_overlapping_clean_and_every_invariant_held():
+    assert summary.shortfalls(_run(1)) == []
+    broken = _run(2, verdicts=[dict(_run(2)["verdicts"][0]), {"invariant": "single_active", "holds": False}])
+    assert summary.shortfalls(broken) == ["single_active broken"]
+    assert summary.shortfalls(_run(3, duration_s=480.0, overlapping_steps=12, workers_crashed=["p1"])) == [
+        "480 s", "12 overlapping", "a load thread crashed"]
+
+
+def test_only_a_seeds_latest_file_is_listed_and_the_goal_counts_those_that_count(tmp_path):
+    for name, run in (("2x2-seed1.json", _run(1)), ("2x2-seed1-run1.json", _run(1, holds=False)),
+                      ("2x2-seed2.json", _run(2, overlapping_steps=3)), ("regression-x.json", {"name": "x"})):
+        (tmp_path / name).write_text(json.dumps(run))
+    page = open(summary.write(str(tmp_path))).read()
+    assert "**1 of 10** seeds count." in page and "**0 of 5** seeds count." in page
+    assert "| [1](2x2-seed1.json) | abc | 40 (35) | 1,000 | 0 | yes |" in page
+    assert "| [2](2x2-seed2.json) | abc | 40 (3) | 1,000 | 0 | 3 overlapping |" in page
+    assert page.count("2x2-seed1") == 1
