@@ -202,7 +202,7 @@ def _b4(result: dict, out_dir: str) -> list[str]:
              f"{method['failover']}; a consumer at dc2 takes what dc2 has. Lost = accepted by dc1, never consumed at "
              "dc2 (ledger). The estimate before the fault is the RPO job's: what its last samples saw dc2 behind, plus "
              "the in-flight tail (dc1's mirror events not yet taken by its sender, on average over the window before "
-             "the fault; [measurement.md](../docs/measurement.md)); the bound is rate × the drill's RPO in time (from "
+             "the fault; [spark/README.md](../spark/README.md)); the bound is rate × the drill's RPO in time (from "
              "the ledger, as the job computes it) + 10.", "",
              "| rate | WAN delay | accepted | lost | job's lost | behind | in flight | estimate before the fault | error "
              "| within ±10 % or ±5 | drill RPO | loss bound | fault → activated |",
