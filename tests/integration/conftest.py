@@ -6,6 +6,7 @@ The test bed is built once per session. Set KEEP_TESTBED=1 to leave it up afterw
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -13,8 +14,21 @@ import pytest
 from support.estate import Estate, TESTBED, run_module, run_playbook
 
 
+TESTBED_FAILURES = []
+
+
 def _testbed(*args, check=True):
-    return subprocess.run([TESTBED, *args], check=check, capture_output=True, text=True, timeout=1800)
+    result = subprocess.run([TESTBED, *args], capture_output=True, text=True, timeout=1800)
+    if check and result.returncode != 0:
+        TESTBED_FAILURES.append(f"testbed {' '.join(args)} exited {result.returncode}:\n{result.stderr.strip()[-3000:]}")
+        pytest.fail(TESTBED_FAILURES[-1], pytrace=False)
+    return result
+
+
+def pytest_unconfigure(config):
+    """Says why the test bed failed once more after everything else: CI keeps only the end of the output."""
+    for failure in TESTBED_FAILURES:
+        print(f"\n{failure}", file=sys.stderr)
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,29 @@ def debian_mirror():
     raise TestbedError(f"no apt source for Debian {BASE_SUITE} main on this host (set TESTBED_DEBIAN_MIRROR)")
 
 
+DEBOOTSTRAP_ATTEMPTS = 3
+DEBOOTSTRAP_PAUSE_SECONDS = 20
+
+
+def debootstrap(target):
+    """Downloads and unpacks the base system into target; a mirror that fails (a new machine's first download) gets
+    two more tries before the error, which carries the end of debootstrap's log."""
+    log_path = LOG_DIR / "debootstrap.log"
+    for attempt in range(1, DEBOOTSTRAP_ATTEMPTS + 1):
+        shutil.rmtree(target, ignore_errors=True)
+        with open(log_path, "w") as log:
+            result = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+                                     BASE_SUITE, str(target), debian_mirror()],
+                                    stdout=log, stderr=subprocess.STDOUT, check=False)
+        if result.returncode == 0:
+            return
+        if attempt < DEBOOTSTRAP_ATTEMPTS:
+            print(f"debootstrap failed (attempt {attempt} of {DEBOOTSTRAP_ATTEMPTS}), trying again ...", flush=True)
+            time.sleep(DEBOOTSTRAP_PAUSE_SECONDS * attempt)
+    tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-8:])
+    raise TestbedError(f"debootstrap failed {DEBOOTSTRAP_ATTEMPTS} times, the end of {log_path}:\n{tail}")
+
+
 def ensure_base():
     """Builds the systemd nodes' root file system once; later `up`s reuse it. Returns build seconds."""
     want = {"suite": BASE_SUITE, "packages": BASE_PACKAGES}
@@ -131,11 +154,7 @@ def ensure_base():
     tmp.parent.mkdir(parents=True, exist_ok=True)
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     print(f"building the node root file system (Debian {BASE_SUITE}, once) ...", flush=True)
-    with open(LOG_DIR / "debootstrap.log", "w") as log:
-        r = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-                            BASE_SUITE, str(tmp), debian_mirror()], stdout=log, stderr=subprocess.STDOUT, check=False)
-    if r.returncode != 0:
-        raise TestbedError(f"debootstrap failed, see {LOG_DIR / 'debootstrap.log'}")
+    debootstrap(tmp)
     etc = tmp / "etc"
     for f in (etc / "ssh").glob("ssh_host_*"):  # each node gets its own host key
         f.unlink()
