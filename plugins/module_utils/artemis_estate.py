@@ -502,18 +502,29 @@ def probe_routes(groups, datacentres, active_datacentre):
 
 
 def restart_order(brokers, groups, datacentres, active_datacentre):
-    """The order in which to restart brokers so that clients keep a live broker: datacentres that own no full_state
-    group first, then the owners (in the order of ``datacentres``); one datacentre after the other; inside a
-    datacentre every broker that is not live now (a backup, or one that is down) before the live one.
+    """The order in which to restart brokers so that clients keep a live broker and no event loses its way: first the
+    datacentres whose brokers do not run all of their mirror connections yet (after the owner moved, the new owner's
+    connections to the others: until they run, the others get its events only as the previous owner relays them, and
+    that stops at the previous owner's restart), then the datacentres that own no full_state group, then the owners
+    (in the order of ``datacentres``); one datacentre after the other; inside a datacentre every broker that is not
+    live now (a backup, or one that is down) before the live one.
 
-    ``brokers``: ``{name, datacentre, live}`` (``live`` as the broker reports it now; unknown counts as not live).
+    ``brokers``: ``{name, datacentre, live, links}`` (``live`` as the broker reports it now, unknown counts as not
+    live; ``links`` as artemis_replication_info reports them, a live broker's mirror connections among them).
     Returns the broker names in order."""
     owned = owned_groups(groups, datacentres, active_datacentre)
     unknown = sorted(set(broker['datacentre'] for broker in brokers) - set(datacentres))
     if unknown:
         raise EstateError('brokers of unknown datacentres %s (datacentres: %s)'
                           % (', '.join(unknown), ', '.join(datacentres)))
-    ordered_datacentres = ([dc for dc in datacentres if not owned[dc]] + [dc for dc in datacentres if owned[dc]])
+    planned = dict((datacentre, set()) for datacentre in datacentres)
+    for connection in mirror_connections(groups, datacentres, active_datacentre):
+        planned[connection['source']].add(connection['name'])
+    gaining = set(broker['datacentre'] for broker in brokers
+                  if broker.get('live') and 'links' in broker
+                  and planned[broker['datacentre']] - set(link['name'] for link in broker['links']
+                                                          if link.get('engine', MIRROR) == MIRROR))
+    ordered_datacentres = sorted(datacentres, key=lambda dc: (dc not in gaining, bool(owned[dc])))
     order = []
     for datacentre in ordered_datacentres:
         members = [broker for broker in brokers if broker['datacentre'] == datacentre]

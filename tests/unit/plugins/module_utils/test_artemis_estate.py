@@ -88,6 +88,28 @@ def test_restart_order_puts_passive_datacentres_first_and_each_live_broker_after
         "c1", "a2", "a1", "b1", "b2"]
 
 
+def test_restart_order_puts_first_the_datacentres_that_do_not_run_their_mirror_connections_yet():
+    """After a swapover from dc1 to dc3 the star of mirror connections moves to dc3 (site.yml with it): dc3 gets its
+    connection to dc2 first, while dc1 still relays dc3's events there; dc1, which loses its own to dc2, comes last."""
+    datacentres = ["dc1", "dc2", "dc3"]
+    before = artemis_estate.mirror_connections([{"name": "all"}], datacentres, "dc1")
+
+    def running(datacentre):
+        return [{"name": link["name"], "engine": "mirror"} for link in before if link["source"] == datacentre]
+
+    brokers = [{"name": dc + "-node1", "datacentre": dc, "live": True, "links": running(dc)} for dc in datacentres]
+    assert artemis_estate.restart_order(brokers, [{"name": "all"}], datacentres, "dc3") == [
+        "dc2-node1", "dc3-node1", "dc1-node1"]
+    # Nothing moved: the datacentres that own nothing first, as ever. A broker that runs none of its connections (a
+    # datacentre added) comes first.
+    assert artemis_estate.restart_order(brokers, [{"name": "all"}], datacentres, "dc1") == [
+        "dc2-node1", "dc3-node1", "dc1-node1"]
+    unread = [dict(broker, links=[]) if broker["datacentre"] == "dc2" else broker for broker in brokers]
+    assert artemis_estate.restart_order(unread, [{"name": "all"}], datacentres, "dc1")[0] == "dc2-node1"
+    assert artemis_estate.restart_order(unread, [{"name": "all"}], datacentres, "dc3") == [
+        "dc2-node1", "dc3-node1", "dc1-node1"]
+
+
 def test_restart_order_refuses_a_broker_of_an_unknown_datacentre():
     with pytest.raises(artemis_estate.EstateError, match="dc7"):
         artemis_estate.restart_order([{"name": "x", "datacentre": "dc7", "live": True}], [{"name": "all"}],
