@@ -62,6 +62,10 @@ def artemis_unapplied_broker_properties(status):
     return artemis_broker_config.unapplied_broker_properties(status)
 
 
+def artemis_retired_mirrors(broker_xml, wanted, backlogs):
+    return artemis_broker_config.retired_mirrors(broker_xml, wanted, backlogs)
+
+
 class FilterModule:
     def filters(self):
         return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
@@ -72,4 +76,5 @@ class FilterModule:
                 'artemis_broker_properties': artemis_broker_properties,
                 'artemis_broker_property_errors': artemis_broker_property_errors,
                 'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties,
-                'artemis_store_errors': artemis_store_errors, 'artemis_moved_stores': artemis_moved_stores}
+                'artemis_store_errors': artemis_store_errors, 'artemis_moved_stores': artemis_moved_stores,
+                'artemis_retired_mirrors': artemis_retired_mirrors}

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ElementTree
 from xml.sax.saxutils import unescape
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
 
 # What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
 CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}
@@ -388,3 +391,55 @@ def unapplied_broker_properties(status):
     # key and the exception's class are kept, as a value may be a secret.
     return ['%s: %s' % (str(error.get('value')).split('=', 1)[0], str(error.get('reason')).split(':', 1)[0])
             for source in sources.values() for error in (source.get('errors') or [])]
+
+
+# A mirror whose address filter allows only this prefix routes nothing into its store-and-forward queue (no address
+# is created under Artemis's own prefix) and goes on sending what the queue holds.
+RETIRED_MIRROR_FILTER = '$ACTIVEMQ_ARTEMIS_RETIRED_MIRROR.'
+
+
+def _flag(value, default):
+    return default if value is None else value.strip().lower() == 'true'
+
+
+def mirror_connections_in_use(broker_xml):
+    """The AMQP connections with a mirror that a broker.xml text configures: ``[{name, uri, user, masked_password,
+    retry_interval, mirror: {message_acknowledgements, queue_creation, queue_removal, address_filter}}]`` (user and
+    password as the file has them, masked; none when the text is empty or has no connection)."""
+    if not (broker_xml or '').strip():
+        return []
+    connections = []
+    for element in ElementTree.fromstring(broker_xml).iterfind('.//{*}amqp-connection'):
+        mirror = element.find('{*}mirror')
+        if mirror is None:
+            continue
+        connection = {'name': element.get('name'), 'uri': element.get('uri'),
+                      'retry_interval': int(element.get('retry-interval') or 5000),
+                      'mirror': {'message_acknowledgements': _flag(mirror.get('message-acknowledgements'), True),
+                                 'queue_creation': _flag(mirror.get('queue-creation'), True),
+                                 'queue_removal': _flag(mirror.get('queue-removal'), True),
+                                 'address_filter': mirror.get('address-filter') or ''}}
+        if element.get('user'):
+            connection.update(user=element.get('user'), masked_password=element.get('password'))
+        connections.append(connection)
+    return connections
+
+
+def retired_mirrors(broker_xml, wanted, backlogs):
+    """The mirror connections a broker keeps although ``wanted`` (broker_amqp_connections) no longer has them, each
+    as in use but with the address filter that routes nothing: Artemis would strand what a dropped connection's
+    store-and-forward queue holds (events for a datacentre that has not had them). One goes once it is retired in the
+    broker.xml text in use and ``backlogs`` ({queue name: messages} as the running broker lists them, a queue it does
+    not list holding none; None when it could not be read) has its queue empty; while the broker cannot tell, it
+    stays. Each also says its ``backlog`` (None when not read)."""
+    wanted_names = set(connection['name'] for connection in wanted)
+    kept = []
+    for connection in mirror_connections_in_use(broker_xml):
+        if connection['name'] in wanted_names:
+            continue
+        backlog = None if backlogs is None else backlogs.get(MIRROR_QUEUE_PREFIX + connection['name'], 0)
+        if connection['mirror']['address_filter'] == RETIRED_MIRROR_FILTER and backlog == 0:
+            continue
+        connection['mirror'] = dict(connection['mirror'], address_filter=RETIRED_MIRROR_FILTER)
+        kept.append(dict(connection, backlog=backlog))
+    return kept

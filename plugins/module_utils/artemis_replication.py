@@ -165,7 +165,8 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     the other datacentres' live brokers that lead here (``link_targets``: {(source datacentre, link name): target
     datacentre}), none of them missing; no such link holds more than ``max_backlog`` events. Exports to brokers outside the estate are
     not looked at: one that is down outside is no reason to stop the estate's restarts. An unreachable other datacentre is not a
-    problem here (it may be the one that is down): its links are not looked at. Neither are the links between
+    problem here (it may be the one that is down): its links are not looked at, nor a link the estate no longer gives
+    (a mirror connection a broker keeps, routing nothing, until its queue is empty). Neither are the links between
     two datacentres when one of them is in ``settling`` (a broker there still runs settings it is about to
     restart with, which its peers may no longer accept, as when the mirrors move to another CA)."""
     problems = []
@@ -210,6 +211,8 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
             if not link.get('listed', True):
                 continue  # named above when the estate gives it; a leftover of a former estate is not health
             target = (link_targets or {}).get((report['datacentre'], link['name']))
+            if link_targets is not None and target is None:
+                continue  # one the estate no longer gives: a mirror connection kept until its queue is empty
             if set([report['datacentre'], target]) & set(settling):
                 continue
             if report['datacentre'] == datacentre or target == datacentre:
