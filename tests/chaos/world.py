@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -40,6 +41,21 @@ FAILOVER_LOSS_WINDOW_S = 30.0
 RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
 # How long an operation's end waits for every moving group's datacentre to answer before calling where they are.
 SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
+
+
+# What the broker role says of a mirror connection it keeps, routing nothing, until its queue is empty.
+RETIRED_CONNECTION = re.compile(r"(\S+) \((\d+) events\)")
+
+
+def retired_backlog(output_path: str) -> int:
+    """How many events the mirror connections that a site.yml run kept, routing nothing, held then (its output's "keeps
+    the mirror connections A (N events), ..."): what they deliver later, once their datacentre answers, the datacentre
+    there relays to the others, and a third one that had them already from their source takes them again when its
+    duplicate cache no longer holds them (one per source broker, a connection's credits)."""
+    with open(output_path, errors="replace") as output:
+        text = " ".join(output.read().split())
+    return sum(int(count) for said in re.findall(r"keeps the mirror connections (.*?), routing nothing", text)
+               for _name, count in RETIRED_CONNECTION.findall(said))
 
 
 def _failure_message(output: str) -> str:
@@ -398,6 +414,8 @@ class World:
         end = {"outcome": outcome, "message": message, "rc": process.returncode, "active_after": after}
         if name == "failover":
             end["at_risk"] = args["at_risk_before"]
+        if name in ("rolling_change", "upgrade"):
+            end["retired_backlog"] = retired_backlog(os.path.join(self.directory, f"{op_id}.out"))
         self.writer.write("operation", name=name, phase="end", id=op_id, **end)
         self.log(f"operation {op_id} end {outcome} (rc {process.returncode}, active at {after}) {message[:300]}")
         self._follow(name, outcome, extra, after)

@@ -109,6 +109,18 @@ def test_a_duplicate_is_caught_unless_a_fault_that_cuts_consumers_off_allows_it_
     assert not _verdicts(late)["no_duplicates"]["holds"]
 
 
+def test_what_kept_mirror_connections_held_may_come_again_once_anywhere_after_the_change_and_no_more():
+    events = _clean() + _operation(60, 90, "rolling_change", "o9")
+    events[-1]["retired_backlog"] = 1
+    # Their queues drain whenever their datacentre answers again, long after the change: no time limit but the run's.
+    allowed = events + [_delivery(400, "m2", datacentre="dc2")]
+    verdict = _verdicts(allowed)["no_duplicates"]
+    assert verdict["holds"] and verdict["counted"]["allowed_redeliveries"] == {"relayed drain of rolling_change o9": 1}
+    assert not _verdicts(allowed + [_delivery(401, "m4", datacentre="dc2")])["no_duplicates"]["holds"]
+    before = events + [_delivery(50, "m2", datacentre="dc2")]
+    assert not _verdicts(before)["no_duplicates"]["holds"]
+
+
 def _behind_failover(**args):
     """m0-m9 delivered at 10.5-19.5 at dc1 (group orders, a mirror group; m6-m9 also `books`, a bridge group); an
     abrupt failover dc1 -> dc2 at 40 whose source's replication last kept up at 30 (so from 20 on, with the
@@ -363,3 +375,14 @@ def test_what_the_measurement_published_for_a_failover_is_held_to_the_same_ledge
 def test_without_a_failover_the_measurement_has_nothing_to_answer_for():
     verdict = _verdicts(_clean())["measurement_agrees"]
     assert verdict["holds"] and verdict["counted"] == {"failovers_checked": 0, "failovers": {}}
+
+
+def test_the_world_reads_how_many_events_the_kept_mirror_connections_held_from_the_runs_output(tmp_path):
+    from chaos.world import retired_backlog
+    output = tmp_path / "rolling_change-3.out"
+    output.write_text("ok: [dc1-node1] => \n    msg: dc1-node1 keeps the mirror connections dc2_inflow (1921 events), dc2_all (7998\n"
+                      "        events), routing nothing, until their queues are empty; a later run drops them.\n"
+                      "    msg: dc2-node1 keeps the mirror connections dc1_all (queue not read), routing nothing, until\n")
+    assert retired_backlog(str(output)) == 9919
+    output.write_text("PLAY RECAP\n")
+    assert retired_backlog(str(output)) == 0
