@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 from xml.sax.saxutils import unescape
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
