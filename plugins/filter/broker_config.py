@@ -62,8 +62,8 @@ def artemis_unapplied_broker_properties(status):
     return artemis_broker_config.unapplied_broker_properties(status)
 
 
-def artemis_retired_mirrors(broker_xml, wanted, backlogs):
-    return artemis_broker_config.retired_mirrors(broker_xml, wanted, backlogs)
+def artemis_retired_mirrors(broker_xml, wanted, listed_queues):
+    return artemis_broker_config.retired_mirrors(broker_xml, wanted, listed_queues)
 
 
 class FilterModule:

@@ -425,14 +425,16 @@ def mirror_connections_in_use(broker_xml):
     return connections
 
 
-def retired_mirrors(broker_xml, wanted, backlogs):
+def retired_mirrors(broker_xml, wanted, listed_queues):
     """The mirror connections a broker keeps although ``wanted`` (broker_amqp_connections) no longer has them, each
     as in use but with the address filter that routes nothing: Artemis would strand what a dropped connection's
     store-and-forward queue holds (events for a datacentre that has not had them). One goes once it is retired in the
-    broker.xml text in use and ``backlogs`` ({queue name: messages} as the running broker lists them, a queue it does
-    not list holding none; None when it could not be read) has its queue empty; while the broker cannot tell, it
-    stays. Each also says its ``backlog`` (None when not read)."""
+    broker.xml text in use and ``listed_queues`` (the running broker's listQueues rows, a queue it does not list holding
+    nothing; None when it could not be read) has its queue empty; while the broker cannot tell, it stays. Each also
+    says its ``backlog`` (None when not read)."""
     wanted_names = set(connection['name'] for connection in wanted)
+    backlogs = None if listed_queues is None else dict(
+        (queue['name'], int(queue['messageCount'])) for queue in listed_queues)
     kept = []
     for connection in mirror_connections_in_use(broker_xml):
         if connection['name'] in wanted_names:

@@ -315,19 +315,19 @@ BROKER_XML_WITH_MIRRORS = """<configuration xmlns="urn:activemq"><core xmlns="ur
 
 def test_a_mirror_connection_the_settings_drop_stays_routing_nothing_until_it_was_retired_and_its_queue_is_empty():
     wanted = [{"name": "dc3_all"}]
-    kept = config.retired_mirrors(BROKER_XML_WITH_MIRRORS, wanted, {"$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all": 0})
+    kept = config.retired_mirrors(BROKER_XML_WITH_MIRRORS, wanted, [{"name": "$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", "messageCount": "0"}])
     # In use with its own filter: it may hold events routed a moment ago, so it is retired first, whatever it holds.
     assert kept == [{"name": "dc2_all", "uri": "tcp://10.0.2.1:61617", "retry_interval": 2000, "user": "replication",
                      "masked_password": "ENC(1a2b)", "backlog": 0,
                      "mirror": {"message_acknowledgements": True, "queue_creation": True, "queue_removal": True,
                                 "address_filter": config.RETIRED_MIRROR_FILTER}}]
     # Retired in use: it goes once its queue is empty (a queue the broker does not list holds nothing) ...
-    assert config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [], {"$ACTIVEMQ_ARTEMIS_MIRROR_dc3_all": 0})[0]["name"] \
+    assert config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [], [{"name": "$ACTIVEMQ_ARTEMIS_MIRROR_dc3_all", "messageCount": "0"}])[0]["name"] \
         == "dc2_all"
-    assert [c["name"] for c in config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], {})] == []
+    assert [c["name"] for c in config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], [])] == []
     # ... and stays while it holds events, or while the broker could not be read.
     assert [(c["name"], c["backlog"]) for c in config.retired_mirrors(
-        BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], {"$ACTIVEMQ_ARTEMIS_MIRROR_dc3_all": 757})] == [("dc3_all", 757)]
+        BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], [{"name": "$ACTIVEMQ_ARTEMIS_MIRROR_dc3_all", "messageCount": "757"}])] == [("dc3_all", 757)]
     assert [(c["name"], c["backlog"]) for c in config.retired_mirrors(
         BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], None)] == [("dc3_all", None)]
     # Nothing in use (no instance yet), or everything still wanted: nothing kept.
