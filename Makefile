@@ -36,7 +36,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help setup demo test static lint sanity unit integration molecule molecule-broker testbed-up testbed-down clean bench bench-rpo bench-password-hash role-docs \
-	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache reproduce-tls-auth-exceptions release plugins
+	drills chaos reproduce-mirror-race reproduce-mirror-duplicate-cache reproduce-mirror-relay-drop reproduce-tls-auth-exceptions release plugins
 
 help:
 	@echo "make setup   install everything (apt packages, .venv, Artemis $(ARTEMIS_VERSION), Toxiproxy)"
@@ -48,6 +48,7 @@ help:
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"
 	@echo "make reproduce-mirror-duplicate-cache  whether a mirror target takes again what a crashed source resends"
+	@echo "make reproduce-mirror-relay-drop  whether a broker restarted cut off from a mirror target drops what it relays there, and with RelayIdentities"
 	@echo "make reproduce-tls-auth-exceptions  whether a broker throws at every message sent over TLS without a client certificate"
 	@echo "make release  check that the changelog describes galaxy.yml's version, build the collection into dist/ and list it"
 
@@ -232,6 +233,11 @@ reproduce-mirror-race: setup
 # source broker (docs/chaos.md, 3 x 1 seed 2): two plain brokers on the controller, no test bed.
 reproduce-mirror-duplicate-cache: setup
 	cd tests && python -m drills.reproduce_mirror_duplicate_cache
+
+# Re-check an Artemis release for the relay a restarted broker drops (docs/upstream/mirror-relay-drop.md), with and
+# without the replication plugin's RelayIdentities: three plain brokers on the controller, no test bed.
+reproduce-mirror-relay-drop: setup
+	cd tests && python -m drills.reproduce_mirror_relay_drop
 
 # Re-check an Artemis release for an exception thrown at every message a client sends over TLS without a client
 # certificate (docs/upstream/tls-auth-exceptions.md): one plain broker on the controller, no test bed.

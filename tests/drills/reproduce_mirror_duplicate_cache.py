@@ -19,15 +19,14 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 from support import amqp_clients as amqp
-from support.estate import REPO_ROOT, artemis_cli, cli_message_count
+from support.estate import REPO_ROOT
+from support.plain_broker import RestartableBroker, settled_count
 
 COUNT = 500
 BURSTS = (100, 1500)      # below and above one connection's credits (Artemis's default amqpCredits, 1,000)
@@ -46,55 +45,6 @@ MIRRORS = f"""<broker-connections>
     <mirror message-acknowledgements="true" queue-creation="true" queue-removal="false" address-filter="b."/>
   </amqp-connection>
 </broker-connections>"""
-
-
-class Broker:
-    """An `artemis create` instance on the controller that can be killed and started again."""
-
-    def __init__(self, directory: pathlib.Path, name: str, port: int, addition: str):
-        self.name, self.port, self.instance = name, port, directory / name
-        self.log = directory / f"{name}.log"
-        subprocess.run([artemis_cli(), "create", str(self.instance), "--silent", "--no-autotune", "--host", HOST,
-                        "--default-port", str(port), "--user", USER, "--password", PASSWORD, "--require-login",
-                        "--no-web", "--no-amqp-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-                        "--no-hornetq-acceptor", "--name", name], check=True, capture_output=True, text=True,
-                       timeout=120)
-        broker_xml = self.instance / "etc" / "broker.xml"
-        text = broker_xml.read_text().replace("</addresses>", QUEUES + "</addresses>", 1)
-        broker_xml.write_text(text.replace("</core>", addition + "</core>", 1))
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"tcp://{HOST}:{self.port}"
-
-    def start(self) -> None:
-        started = self.log.read_text().count("AMQ221007") if self.log.exists() else 0
-        with open(self.log, "a") as output:
-            self.process = subprocess.Popen([str(self.instance / "bin" / "artemis"), "run"], stdout=output,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        amqp.wait_for(lambda: self.log.read_text().count("AMQ221007") > started, timeout=90,
-                      description=f"broker {self.name} live")
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def count(self, queue: str) -> int:
-        return cli_message_count(self.url, USER, PASSWORD, queue)
-
-    def produce(self, queue: str, count: int) -> None:
-        subprocess.run([artemis_cli(), "producer", "--url", self.url, "--user", USER, "--password", PASSWORD,
-                        "--destination", f"queue://{queue}", "--message-count", str(count), "--protocol", "core"],
-                       check=True, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
 
 
 class Toxiproxy:
@@ -124,24 +74,10 @@ class Toxiproxy:
         self.process.wait(timeout=30)
 
 
-def settled_count(broker: Broker, queue: str, quiet_s: float = 15.0, timeout_s: float = 180.0) -> int:
-    """The queue's message count once it has not changed for ``quiet_s`` (what a restarted source resends arrives
-    within seconds of its start)."""
-    deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
-    while time.monotonic() < deadline:
-        count = broker.count(queue)
-        if count != last:
-            last, since = count, time.monotonic()
-        elif time.monotonic() - since >= quiet_s:
-            return count
-        time.sleep(2)
-    raise AssertionError(f"{queue} at {broker.name} still changing after {timeout_s} s (last {last})")
-
-
 def one_run(directory: pathlib.Path, burst: int) -> dict:
     proxy = Toxiproxy(directory)
-    target = Broker(directory, "b", PORT_B, "")
-    source = Broker(directory, "a", PORT_A, MIRRORS)
+    target = RestartableBroker(directory, "b", HOST, PORT_B, USER, PASSWORD, QUEUES)
+    source = RestartableBroker(directory, "a", HOST, PORT_A, USER, PASSWORD, QUEUES, MIRRORS)
     try:
         proxy.request("POST", "/proxies", {"name": "l1", "listen": f"{HOST}:{PORT_PROXY}",
                                            "upstream": f"{HOST}:{PORT_B}"})
