@@ -36,6 +36,17 @@ REGRESSIONS = {
         Step(120.0, "fault", "partition", 150, {"between": ["dc1", "dc2"]}),
         Step(130.0, "operation", "rolling_change", 240, {}),
     ]},
+    # The replay of seed 5 on 3 x 1: with the star of mirror connections around dc2 (site.yml after the groups moved
+    # there), dc1's `inflow` copies reach dc3 only as dc2 relays them. dc2's broker restarted while cut off from dc3,
+    # and Artemis dropped what it relayed to dc3 until its connection there connected again. Fixed by the replication
+    # plugin's RelayIdentities (docs/upstream/mirror-relay-drop.md); the estate before the fix has no inventory
+    # switch, its run is 3x1-seed5.json.
+    "relay-after-restart-cut-off": {"estate": "3x1", "duration": 600, "steps": [
+        Step(30.0, "operation", "swapover", 60, {"skip": 1}),
+        Step(100.0, "operation", "rolling_change", 240, {}),
+        Step(360.0, "fault", "partition", 150, {"between": ["dc2", "dc3"]}),
+        Step(380.0, "fault", "kill", 10, {"broker": "dc2-node1", "datacentre": "dc2"}),
+    ]},
     "backup-killed-after-takeover": {"estate": "2x2", "duration": 240, "steps": [
         Step(30.0, "fault", "kill", 10, {"broker": "dc2-node1", "datacentre": "dc2"}),
         Step(47.0, "fault", "kill", 10, {"broker": "dc2-node2", "datacentre": "dc2"}),
