@@ -121,6 +121,21 @@ def test_what_kept_mirror_connections_held_may_come_again_once_anywhere_after_th
     assert not _verdicts(before)["no_duplicates"]["holds"]
 
 
+def test_a_move_of_the_star_may_deliver_each_copy_it_overlapped_once_more_in_the_groups_it_moved_only():
+    events = _clean() + _operation(5, 30, "rolling_change", "o9",
+                                   star_move={"from": "dc1", "to": "dc2", "groups": ["orders"]})
+    # m0-m9 were accepted at 10-19, inside the change: ten copies may come twice until its end and the grace.
+    allowed = events + [_delivery(25, "m1", datacentre="dc2"), _delivery(28, "m2", datacentre="dc3")]
+    verdict = _verdicts(allowed)["no_duplicates"]
+    assert verdict["holds"] and verdict["counted"]["allowed_redeliveries"] == {"star move of rolling_change o9": 2}
+    late = 30 + checker.REDELIVERY_GRACE_SECONDS + 1
+    assert not _verdicts(events + [_delivery(late, "m1", datacentre="dc2")])["no_duplicates"]["holds"]
+    other_group = dict(_delivery(25, "m3", datacentre="dc2"), group="books")
+    assert not _verdicts(events + [other_group])["no_duplicates"]["holds"]
+    beyond = events + [_delivery(20 + n * 0.1, f"m{n % 10}", datacentre="dc2") for n in range(11)]
+    assert not _verdicts(beyond)["no_duplicates"]["holds"]
+
+
 def _behind_failover(**args):
     """m0-m9 delivered at 10.5-19.5 at dc1 (group orders, a mirror group; m6-m9 also `books`, a bridge group); an
     abrupt failover dc1 -> dc2 at 40 whose source's replication last kept up at 30 (so from 20 on, with the
