@@ -27,6 +27,7 @@ import urllib.request
 from support import amqp_clients as amqp
 from support.estate import REPO_ROOT
 from support.plain_broker import RestartableBroker, settled_count
+from support.reproduction import artemis_version, write_result
 
 COUNT = 500
 BURSTS = (100, 1500)      # below and above one connection's credits (Artemis's default amqpCredits, 1,000)
@@ -111,21 +112,16 @@ def one_run(directory: pathlib.Path, burst: int) -> dict:
 
 
 def main() -> int:
-    version = os.path.basename(os.environ["ARTEMIS_HOME"]).replace("apache-artemis-", "")
     runs = []
     for burst in BURSTS:
         with tempfile.TemporaryDirectory(prefix="mirror-dup-cache-") as scratch:
             runs.append(one_run(pathlib.Path(scratch), burst))
             print(json.dumps(runs[-1]), flush=True)
-    result = {"artemis_version": version, "credits": 1000, "runs": runs,
+    result = {"artemis_version": artemis_version(), "credits": 1000, "runs": runs,
               "summary": "B recognised every resent message" if all(run["delivered_again"] == 0 for run in runs)
               else "B took again resent messages it already had: " + ", ".join(
                   f"{run['delivered_again']} after a burst of {run['burst']}" for run in runs)}
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as handle:
-        json.dump(result, handle, indent=2)
-        handle.write("\n")
-    print(result["summary"])
+    write_result(RESULTS, result)
     return 0
 
 

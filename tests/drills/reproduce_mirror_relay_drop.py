@@ -25,6 +25,7 @@ import tempfile
 from support import amqp_clients as amqp
 from support.estate import REPO_ROOT
 from support.plain_broker import RestartableBroker, settled_count
+from support.reproduction import artemis_version, write_result
 
 FIRST, LATER = 10, 100
 USER, PASSWORD = "repro", "repro-" + os.urandom(6).hex()
@@ -85,7 +86,6 @@ def one_run(directory: pathlib.Path, with_plugin: bool) -> dict:
 
 
 def main() -> int:
-    version = os.path.basename(os.environ["ARTEMIS_HOME"]).replace("apache-artemis-", "")
     runs = []
     for with_plugin in (False, True):
         with tempfile.TemporaryDirectory(prefix="mirror-relay-drop-") as scratch:
@@ -97,13 +97,9 @@ def main() -> int:
         return (f"b relayed {run['relayed_to_c_b_running']} of {LATER} while running on and "
                 f"{run['relayed_to_c_b_restarted']} of {LATER} after its restart cut off from c")
 
-    result = {"artemis_version": version, "runs": runs,
+    result = {"artemis_version": artemis_version(), "runs": runs,
               "summary": f"Artemis alone: {verdict(alone)}; with RelayIdentities: {verdict(with_plugin)}"}
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as handle:
-        json.dump(result, handle, indent=2)
-        handle.write("\n")
-    print(result["summary"])
+    write_result(RESULTS, result)
     return 0
 
 
