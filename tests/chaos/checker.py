@@ -238,7 +238,9 @@ def no_duplicates(run: Run) -> dict:
         if failover is not None:
             allowed[f"failover {failover['id']} (consumed while replication was behind)"] += 1
             continue
-        allowance = next((entry for entry in allowances
+        # A cause named for the delivery's group is charged before one that covers every group, which the other
+        # groups' deliveries may need.
+        allowance = next((entry for entry in sorted(allowances, key=lambda entry: "groups" not in entry)
                           if entry["from"] <= delivery["t"] <= entry["to"] and entry["left"] > 0
                           and delivery.get("group") in entry.get("groups", (delivery.get("group"),))), None)
         if allowance is None:

@@ -136,6 +136,18 @@ def test_a_move_of_the_star_may_deliver_each_copy_it_overlapped_once_more_in_the
     assert not _verdicts(beyond)["no_duplicates"]["holds"]
 
 
+def test_a_second_copy_is_charged_to_the_cause_named_for_its_group_before_one_that_covers_every_group():
+    # 3 x 1 seed 5: the star move's second copies of its group came first and used up the upgrade's restart
+    # redeliveries, which a full_state group's consumer needed when the active broker restarted.
+    events = _clean() + _operation(5, 30, "upgrade", "o9", redeliveries=1,
+                                   star_move={"from": "dc1", "to": "dc2", "groups": ["orders"]})
+    books = [dict(_send(12, "b1"), group="books"), dict(_delivery(12.5, "b1"), group="books")]
+    again = [_delivery(22, "m1", datacentre="dc2"), dict(_delivery(26, "b1"), group="books")]
+    verdict = _verdicts(events + books + again)["no_duplicates"]
+    assert verdict["holds"], verdict["broken"]
+    assert verdict["counted"]["allowed_redeliveries"] == {"star move of upgrade o9": 1, "upgrade o9": 1}
+
+
 def _behind_failover(**args):
     """m0-m9 delivered at 10.5-19.5 at dc1 (group orders, a mirror group; m6-m9 also `books`, a bridge group); an
     abrupt failover dc1 -> dc2 at 40 whose source's replication last kept up at 30 (so from 20 on, with the
