@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -133,6 +134,21 @@ def jolokia_endpoint(management_url):
         path += '/console/jolokia'
     netloc = parts.netloc.rpartition('@')[2]
     return urlunsplit((parts.scheme, netloc, path, '', '')), '%s://%s' % (parts.scheme, netloc)
+
+
+def ask_each(clients, question):
+    """``question(client)`` of every client at once: the answers in the clients' order, a
+    :class:`ManagementError` in place of the answer of a broker that raised it. Brokers that do not answer then cost
+    one request timeout together, not one each."""
+    def answer(client):
+        try:
+            return question(client)
+        except ManagementError as exc:
+            return exc
+    if not clients:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(clients), 16)) as pool:
+        return list(pool.map(answer, clients))
 
 
 class ArtemisManagement(object):

@@ -166,7 +166,8 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate 
     ACTIVATION_ADDRESS, ACTIVATION_AT_PROPERTY, ACTIVATION_DATACENTRE_PROPERTY, ACTIVATION_GROUP_PROPERTY,
     REPLICATION_ROLE, estate_argument_spec, full_state_groups, peer_roles, prefix_entries)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    ArtemisManagement, BrokerUnreachable, MBeanNotFound, ManagementError, management_argument_spec, require_at_least)
+    ArtemisManagement, BrokerUnreachable, MBeanNotFound, ManagementError, ask_each, management_argument_spec,
+    require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_security import (
     PERMISSIONS, STAGED_PERMISSIONS, group_settings, staging_entry)
@@ -254,21 +255,26 @@ def address_setting_changes(client, desired_address_settings):
                   if differs(client.address_settings(check_address(match)), settings))
 
 
-def survey(params, desired, selected, client_for=ArtemisManagement.from_params, desired_address_settings=None):
-    """Look at every broker before changing anything: (the plan for each live broker of this datacentre, where
-    else clients may act). Raises ManagementError when a broker of this datacentre does not answer, or none answers
-    as live (a pair between its brokers: nothing could be changed, and nothing would say so)."""
+def look(params, client_for=ArtemisManagement.from_params):
+    """Every broker asked at once whether it is live: [(broker, its client, its status or the ManagementError it
+    raised)]."""
+    clients = [client_for(broker, params) for broker in params['brokers']]
+    return list(zip(params['brokers'], clients, ask_each(clients, lambda client: client.status())))
+
+
+def survey(params, desired, selected, looked, desired_address_settings=None):
+    """Look at every broker before changing anything (``looked``: what :func:`look` saw): (the plan for each live
+    broker of this datacentre, where else clients may act). Raises ManagementError when a broker of this datacentre
+    does not answer, or none answers as live (a pair between its brokers: nothing could be changed, and nothing would
+    say so)."""
     active_elsewhere, plan = [], []
-    for broker in params['brokers']:
-        client = client_for(broker, params)
+    for broker, client, status in looked:
         mine = broker['datacentre'] == params['datacentre']
-        try:
-            live_broker = client.status()['live']
-        except BrokerUnreachable:
-            if mine:
-                raise
+        if isinstance(status, BrokerUnreachable) and not mine:
             continue  # another site that does not answer cannot be active as far as we can tell
-        if not live_broker:
+        if isinstance(status, ManagementError):
+            raise status
+        if not status['live']:
             continue  # a waiting backup takes the live broker's journal, settings included
         live = live_settings(client, sorted(desired))
         if not mine:
@@ -379,18 +385,18 @@ def checked_inputs(module):
         module.fail_json(msg='address_settings: %s' % exc)
 
 
-def record_activation(params, selected, client_for=ArtemisManagement.from_params, now=time.time):
-    """Send every live broker that answers, in every datacentre, an activation record per selected group: this
-    datacentre, now. Returns (the brokers recorded at, {broker: why not} for those that answer but could not keep
-    it). A broker that does not answer is left out: it is the one whose activation check reads the others'."""
+def record_activation(params, selected, looked, now=time.time):
+    """Send every live broker that answered (``looked``: what :func:`look` saw), in every datacentre, an activation
+    record per selected group: this datacentre, now. Returns (the brokers recorded at, {broker: why not} for those
+    that answered but could not keep it). A broker that does not answer is left out, without waiting for it again: it
+    is the one whose activation check reads the others'."""
     properties = {ACTIVATION_DATACENTRE_PROPERTY: params['datacentre'],
                   ACTIVATION_AT_PROPERTY: str(int(now() * 1000))}
     recorded, missed = [], {}
-    for broker in params['brokers']:
-        client = client_for(broker, params)
+    for broker, client, status in looked:
+        if isinstance(status, ManagementError) or not status['live']:
+            continue
         try:
-            if not client.status()['live']:
-                continue
             for group in selected:
                 client.send_message(ACTIVATION_ADDRESS, dict(properties, **{ACTIVATION_GROUP_PROPERTY: group}))
             recorded.append(broker['name'])
@@ -406,8 +412,9 @@ def record_activation(params, selected, client_for=ArtemisManagement.from_params
 def run_module(module, client_for=ArtemisManagement.from_params):
     params = module.params
     selected, desired, desired_address_settings = checked_inputs(module)
+    looked = look(params, client_for)
     try:
-        plan, active_elsewhere = survey(params, desired, selected, client_for, desired_address_settings)
+        plan, active_elsewhere = survey(params, desired, selected, looked, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
     if active_elsewhere and not params['force']:
@@ -423,7 +430,7 @@ def run_module(module, client_for=ArtemisManagement.from_params):
         # The record before the settings: a broker's journal (and its backup's copy) then never holds this
         # activation's settings without its record, so a backup that takes over right after does not fence the
         # groups again on an older activation elsewhere (the 2 x 2 chaos run, seed 3).
-        outcome['recorded_at'], unrecorded = record_activation(params, selected, client_for)
+        outcome['recorded_at'], unrecorded = record_activation(params, selected, looked)
         for broker, reason in sorted(unrecorded.items()):
             module.warn('%s keeps no record of this activation, so a datacentre that returns after a failover may '
                         'not learn of it from there: %s' % (broker, reason))

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, AuthenticationRefused, BrokerNotReady, BrokerUnreachable, ManagementError, MBeanNotFound,
-    jolokia_endpoint, broker_mbean, queue_mbean, quote, require_at_least)
+    ask_each, jolokia_endpoint, broker_mbean, queue_mbean, quote, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
     compare_sites, is_application_queue)
 
@@ -108,6 +108,21 @@ def test_a_slow_broker_times_out(jolokia):
     jolokia.answer = ("sleep", 3)
     with pytest.raises(BrokerUnreachable, match="no answer within 1s"):
         _client(jolokia, timeout=1).read("x:y=z", "A")
+
+
+def test_each_broker_is_asked_at_once_and_its_error_takes_the_place_of_its_answer():
+    together = threading.Barrier(3, timeout=5)
+
+    def question(name):
+        together.wait()
+        if name == "b2":
+            raise BrokerUnreachable("broker b2 is unreachable")
+        return name.upper()
+    answers = ask_each(["b1", "b2", "b3"], question)
+    assert answers[0] == "B1" and answers[2] == "B3" and isinstance(answers[1], BrokerUnreachable)
+    assert ask_each([], question) == []
+    with pytest.raises(ZeroDivisionError):  # not a broker's answer: a bug, raised
+        ask_each(["b1"], lambda name: 1 / 0)
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 force, fence and check mode against stub brokers."""
 
 import json
+import threading
 
 import pytest
 
@@ -81,8 +82,13 @@ class StubBroker:
         self.calls = []
         self.runtime_address_settings = {}  # match -> JSON settings, as addAddressSettings took them
         self.sent = []  # (address, properties) of the messages the module sent
+        self.asked = 0  # status() calls
+        self.asked_together = None  # a threading.Barrier every broker's status() waits at
 
     def status(self):
+        self.asked += 1
+        if self.asked_together:
+            self.asked_together.wait()
         if not self.reachable:
             raise BrokerUnreachable("broker is unreachable")
         return {"live": self.live}
@@ -282,6 +288,20 @@ def test_a_silent_datacentre_elsewhere_is_skipped_but_its_own_must_answer():
     assert exited and result["changed_settings"] == {"dc2-node1": ["#"]}
     exited, result = _site("active", {"dc2-node1": ("dc2", StubBroker(_settings("passive"), reachable=False))})
     assert not exited and "unreachable" in result["msg"]
+
+
+def test_every_broker_is_asked_at_once_and_one_that_does_not_answer_only_once():
+    # B4: a powered-off datacentre's broker answers nothing until the request times out (10 s); the activation
+    # asked it once to look and once more to record, and one broker after another.
+    stubs = {"dc1-node1": ("dc1", StubBroker(_settings("active"), reachable=False)),
+             "dc2-node1": ("dc2", StubBroker(_settings("passive"))),
+             "dc3-node1": ("dc3", StubBroker(_settings("passive")))}
+    together = threading.Barrier(len(stubs), timeout=5)
+    for _dc, stub in stubs.values():
+        stub.asked_together = together
+    exited, result = _site("active", stubs)
+    assert exited and result["recorded_at"] == ["dc2-node1", "dc3-node1"]
+    assert [stub.asked for _dc, stub in stubs.values()] == [1, 1, 1]
 
 
 @pytest.mark.parametrize("state", ["active", "passive"])
