@@ -229,6 +229,9 @@ def no_duplicates(run: Run) -> dict:
                          if send.get("group") in groups and start <= send["t"] <= end)
             allowances.append({"id": span["id"], "name": f"star move of {span['name']}", "from": start,
                                "to": end + REDELIVERY_GRACE_SECONDS, "left": copies, "groups": groups})
+    # A cause named for the delivery's group is charged before one that covers every group, which the other groups'
+    # deliveries may need.
+    allowances.sort(key=lambda entry: "groups" not in entry)
     allowed, broken = defaultdict(int), []
     extra = sorted(((deliveries[0], delivery) for deliveries in (
         sorted(found, key=lambda event: event["t"]) for found in run.deliveries.values()) for delivery in deliveries[1:]),
@@ -238,9 +241,7 @@ def no_duplicates(run: Run) -> dict:
         if failover is not None:
             allowed[f"failover {failover['id']} (consumed while replication was behind)"] += 1
             continue
-        # A cause named for the delivery's group is charged before one that covers every group, which the other
-        # groups' deliveries may need.
-        allowance = next((entry for entry in sorted(allowances, key=lambda entry: "groups" not in entry)
+        allowance = next((entry for entry in allowances
                           if entry["from"] <= delivery["t"] <= entry["to"] and entry["left"] > 0
                           and delivery.get("group") in entry.get("groups", (delivery.get("group"),))), None)
         if allowance is None:
