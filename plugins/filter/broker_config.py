@@ -2,11 +2,12 @@
 # Copyright: continuity.artemis contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that give the broker role the rules of module_utils/artemis_broker_config.py (acceptors, connectors,
-queues, diverts, core bridges, broker properties and the stores' directories)."""
+queues, diverts, core bridges, broker properties and the stores' directories) and of
+module_utils/artemis_broker_settings.py (the settings' own values)."""
 
 from __future__ import annotations
 
-from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config, artemis_broker_settings
 
 
 def artemis_addresses(builtin_addresses, addresses, queues):
@@ -58,6 +59,10 @@ def artemis_broker_property_errors(properties):
     return artemis_broker_config.broker_property_errors(properties)
 
 
+def artemis_broker_settings_errors(settings, derived):
+    return artemis_broker_settings.settings_errors(settings, derived)
+
+
 def artemis_unapplied_broker_properties(status):
     return artemis_broker_config.unapplied_broker_properties(status)
 
@@ -75,6 +80,7 @@ class FilterModule:
                 'artemis_client_acceptors': artemis_client_acceptors, 'artemis_acceptor_errors': artemis_acceptor_errors,
                 'artemis_broker_properties': artemis_broker_properties,
                 'artemis_broker_property_errors': artemis_broker_property_errors,
+                'artemis_broker_settings_errors': artemis_broker_settings_errors,
                 'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties,
                 'artemis_store_errors': artemis_store_errors, 'artemis_moved_stores': artemis_moved_stores,
                 'artemis_retired_mirrors': artemis_retired_mirrors}

@@ -4,6 +4,7 @@ import os
 
 import pytest
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from support import role_docs
 
@@ -50,3 +51,36 @@ def test_the_role_readme_lists_the_variables_of_its_argument_specs(role):
     current, regenerated = role_docs.rendered(role)
     assert role_docs.BEGIN in current, f"roles/{role}/README.md has no generated variables table"
     assert current == regenerated, f"roles/{role}/README.md is stale: run make role-docs"
+
+
+def _validate(role, entry_point, name, value):
+    """What Ansible's role argument validation (validate_argument_spec) says of one variable of an entry point."""
+    spec = {name: _load(role, "meta", "argument_specs.yml")["argument_specs"][entry_point]["options"][name]}
+    return ArgumentSpecValidator(spec).validate({} if value is _UNSET else {name: value}).error_messages
+
+
+_UNSET = object()
+# The entry points site.yml validates before anything changes (test_bad_inventory runs one such case through it).
+BAD_VALUES = {
+    "missing admin password": ("broker", "checks", "broker_admin_password", _UNSET,
+                               ["missing required arguments: broker_admin_password"]),
+    "user without password": ("broker", "checks", "broker_users", [{"name": "app", "roles": ["app"]}],
+                              ["password", "broker_users"]),
+    "port that is not a number": ("broker", "checks", "broker_management_port", "eighty",
+                                  ["broker_management_port", "eighty"]),
+    "divert without an address": ("broker", "checks", "broker_diverts",
+                                  [{"name": "orders-copy", "forwarding_address": "orders.copy"}],
+                                  ["address", "broker_diverts"]),
+    "unknown routing type": ("broker", "checks", "broker_addresses", [{"name": "orders", "routing_type": "broadcast"}],
+                             ["routing_type", "broadcast", "broker_addresses"]),
+    "unknown layout": ("replication", "preflight", "replication_layout", "active_active",
+                       ["replication_layout", "active_active"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_bad_values_are_refused_by_the_argument_specs_naming_the_variable(case):
+    role, entry_point, name, value, words = BAD_VALUES[case]
+    [error] = _validate(role, entry_point, name, value)
+    for word in words:
+        assert word in error, error
