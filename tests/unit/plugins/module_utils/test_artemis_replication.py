@@ -1,7 +1,14 @@
 """What keeps a datacentre from being healthy (artemis_health, the rolling restart's gate), on known reports."""
 
+import threading
+
+import pytest
+
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
+    AuthenticationRefused, BrokerNotReady, BrokerUnreachable)
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_replication
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
-    assess_datacentre, broker_report)
+    assess_datacentre, broker_report, collect)
 
 
 def _broker(name, datacentre, live, backup=False, replica_sync=True, shared_store=False, links=(), **extra):
@@ -141,3 +148,44 @@ def test_an_outbound_queue_whose_bridge_is_not_listed_still_counts_as_backlog():
     assert assess_datacentre(reports, "dc1", link_targets={("dc1", "dc2_all"): "dc2",
                                                            ("dc1", "continuity.out.relay.dc2"): "dc2"}) == [
         "a1 has no link continuity.out.relay.dc2 to dc2"]
+
+
+class _AskedBroker:
+    """A broker's management answers; `together` is a barrier every broker's first request waits at."""
+
+    def __init__(self, name, together, fails_with=None):
+        self.name, self.together, self.fails_with = name, together, fails_with
+
+    def status(self):
+        self.together.wait()
+        if self.fails_with:
+            raise self.fails_with
+        return {"live": False, "backup": True}
+
+
+def _collect(monkeypatch, brokers, together):
+    clients = {name: _AskedBroker(name, together, fails_with) for name, fails_with in brokers.items()}
+
+    class Management:
+        @staticmethod
+        def from_params(broker, params):
+            return clients[broker["name"]]
+
+    monkeypatch.setattr(artemis_replication, "ArtemisManagement", Management)
+    return collect([{"name": name, "datacentre": "dc1"} for name in brokers], {})
+
+
+def test_every_broker_is_asked_at_once_and_an_unreachable_or_starting_one_is_reported(monkeypatch):
+    # B4: the failover's look at every datacentre asked one broker after another, and each broker of a datacentre
+    # powered off cost the request timeout in turn. A sequential collect never lets the barrier open.
+    together = threading.Barrier(3, timeout=5)
+    reports = _collect(monkeypatch, {"a1": None, "a2": BrokerUnreachable("a2: no answer"), "a3": BrokerNotReady("a3: starting")},
+                       together)
+    assert [(report["name"], report["reachable"], report.get("started", True), report["live"]) for report in reports] \
+        == [("a1", True, True, False), ("a2", False, True, False), ("a3", True, False, False)]
+    assert reports[1]["error"] == "a2: no answer"
+
+
+def test_a_refused_login_is_raised_not_reported(monkeypatch):
+    with pytest.raises(AuthenticationRefused):
+        _collect(monkeypatch, {"a1": None, "a2": AuthenticationRefused("a2: login refused")}, threading.Barrier(2, timeout=5))
