@@ -28,6 +28,10 @@ class CopiesError(Exception):
     pass
 
 
+class DatacentreDark(CopiesError):
+    """No broker of a datacentre answers as live (powered off, killed, still loading its journal)."""
+
+
 class Identity(namedtuple('Identity', 'origin_property id_property by_node')):
     """Where an engine keeps a copy's identity: its origin's and its id's property names; ``by_node``: the origin of
     an original is its broker's node ID (the mirror's spelling), not its datacentre's name."""
@@ -110,7 +114,7 @@ class Datacentre(object):
             except (BrokerUnreachable, BrokerNotReady):
                 continue
         if not self.live:
-            raise CopiesError('datacentre %s has no live broker that answers' % name)
+            raise DatacentreDark('datacentre %s has no live broker that answers' % name)
         self.queues = {}
         for client in self.live:
             for queue in client.queues():

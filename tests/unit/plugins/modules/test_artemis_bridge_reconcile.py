@@ -7,6 +7,7 @@ import re
 import pytest
 
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import BRIDGE_IDENTITY
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import BrokerNotReady
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_copies import removal as _removal
 from ansible_collections.continuity.artemis.plugins.modules.artemis_bridge_reconcile import run_module
 from support.module_stub import Exited, StubModule
@@ -163,3 +164,20 @@ def test_after_a_failover_the_copies_of_what_the_target_had_consumed_do_not_coun
     result = _run(source, target)
     assert [identity(m, "dc1") for m in target.contents["books.a"]] == [("dc1", 3)]
     assert result["queues"][0]["consumed_at_target_before"] == 2 and result["removed"] == 0
+
+
+class _StartingBroker(StubBroker):
+    def status(self):
+        raise BrokerNotReady(f"broker {self.name} is starting")
+
+
+@pytest.mark.parametrize("source_fenced", [True, False])
+def test_a_datacentre_whose_broker_is_still_starting_is_a_refusal_that_changes_nothing(source_fenced):
+    # Chaos 3 x 1 seed 6: the periodic reconcile.yml started as dc1's only broker was killed; restarted, it was still
+    # loading its journal when the module looked, and the module failed ("what was done so far is in the result")
+    # where it had read and changed nothing: a refusal, in the collection's words.
+    source = _StartingBroker("dc1-node1", "dc1", {"books.a": [_message(3)]})
+    target = StubBroker("dc2-node1", "dc2", {"books.a": [_message(10 + n, n, "dc1") for n in (1, 2, 3)]})
+    with pytest.raises(AssertionError, match=r"'msg': 'Refused, nothing changed: datacentre dc1 has no live broker"):
+        _run(source, target, source_fenced=source_fenced)
+    assert target.calls == []
