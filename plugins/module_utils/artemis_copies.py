@@ -17,7 +17,7 @@ from collections import namedtuple
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
     ORIGIN_PROPERTY, SOURCE_ID_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
-    BrokerNotReady, BrokerUnreachable)
+    BrokerNotReady, BrokerUnreachable, ManagementError, ask_each)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import is_application_queue
 
 # Ranges OR-ed into one removal filter: one call per this many ranges.
@@ -99,25 +99,33 @@ def removal(held, kept, local_origin, scheme):
     return filters, originals
 
 
+def _is_live(status):
+    """A broker's status answer: live, or not (a backup, not answering, still starting); any other failure raised."""
+    if isinstance(status, (BrokerUnreachable, BrokerNotReady)):
+        return False
+    if isinstance(status, ManagementError):
+        raise status
+    return bool(status['live'])
+
+
 class Datacentre(object):
     """The live brokers of one datacentre and their queues that ``wanted`` (a predicate on Artemis's queue entry)
     selects, read in ``scheme``'s identities."""
 
     def __init__(self, name, clients, wanted, scheme):
         self.name, self.scheme = name, scheme
-        self.live, self.origins = [], {}
-        for client in clients:
-            try:
-                if client.status()['live']:
-                    self.live.append(client)
-                    self.origins[client] = scheme.local_origin(name, client)
-            except (BrokerUnreachable, BrokerNotReady):
-                continue
+        # Every broker at once: a pair's broker that is powered off costs one request timeout, not one per broker.
+        clients = list(clients)
+        answers = ask_each(clients, lambda client: client.status())
+        self.live = [client for client, answer in zip(clients, answers) if _is_live(answer)]
         if not self.live:
             raise DatacentreDark('datacentre %s has no live broker that answers' % name)
+        self.origins = {client: scheme.local_origin(name, client) for client in self.live}
         self.queues = {}
-        for client in self.live:
-            for queue in client.queues():
+        for client, queues in zip(self.live, ask_each(self.live, lambda client: client.queues())):
+            if isinstance(queues, ManagementError):
+                raise queues
+            for queue in queues:
                 if is_application_queue(queue) and wanted(queue):
                     self.queues.setdefault(queue['name'], []).append((client, queue))
 
