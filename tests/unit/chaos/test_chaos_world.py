@@ -1,5 +1,6 @@
 """The chaos runner's reading of an operation's end: a playbook's refusal is taken at its word unless the groups are
-seen to have moved (3 x 1 seed 2's failback refused while the active datacentre did not answer)."""
+seen to have moved (3 x 1 seed 2's failback refused while the active datacentre did not answer); and its supervisor,
+which starts again a broker that ended by itself and names it."""
 
 import types
 
@@ -35,3 +36,45 @@ def test_an_interrupted_or_clean_end_is_read_as_such():
     interrupted = world.World._outcome(None, "swapover", _failed(REFUSED), {"signal": "SIGINT", "after": 5}, "dc1",
                                        None, {})
     assert interrupted == ("interrupted", "SIGINT after 5 s")
+
+
+class _Stopping:
+    """The supervisor's clock: one round, then the run stops."""
+
+    def __init__(self):
+        self.rounds = 0
+
+    def wait(self, _seconds):
+        self.rounds += 1
+        return self.rounds > 1
+
+
+def _supervised(pids_seen):
+    """A World whose only node's broker is looked for in turn with ``pids_seen`` (empty: not found), and whose
+    broker log ends without a clean stop."""
+    supervisor = world.World.__new__(world.World)
+    node = types.SimpleNamespace(name="dc2-node1", dc="dc2")
+    looks = iter(pids_seen)
+    supervisor.estate = types.SimpleNamespace(nodes=[node], broker_pids=lambda _node: next(looks))
+    supervisor.stopping, supervisor.lock = _Stopping(), world.threading.RLock()
+    supervisor.faulted, supervisor.down_datacentres, supervisor.findings, supervisor.started = set(), set(), [], []
+    supervisor._ended_by_itself = lambda _name: True
+    supervisor._last_words = lambda _name: "AMQ224056: Primary server will not fail-back automatically"
+    supervisor.log = lambda _text: None
+    supervisor.testbed = lambda *args, **_kwargs: supervisor.started.append(args)
+    return supervisor
+
+
+def test_a_broker_found_running_at_the_second_look_is_not_a_finding():
+    # 2 x 2 seed 10: a look into dc2-node1 found no broker while it ran as a backup, and the run named it as ended.
+    supervisor = _supervised([[], ["1665"]])
+    supervisor.supervise()
+    assert supervisor.findings == [] and supervisor.started == []
+
+
+def test_a_broker_that_ended_by_itself_is_started_again_and_named():
+    supervisor = _supervised([[], []])
+    supervisor.supervise()
+    assert supervisor.findings == ["dc2-node1 ended by itself: AMQ224056: Primary server will not fail-back "
+                                   "automatically"]
+    assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
