@@ -8,13 +8,14 @@ import datetime
 import json
 import os
 import subprocess
+import threading
 import time
 import uuid
 
 import pytest
 
 from support import amqp_clients as amqp
-from support.estate import REPO_ROOT, run_playbook
+from support.estate import REPO_ROOT, TESTBED, run_playbook
 
 RATE = 500
 LOAD_BEFORE_S, LOAD_AFTER_S = 5, 5
@@ -188,3 +189,32 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
             assert again.rc == 0 and "dc2 is active for all, books; dc1 is fenced. Nothing changed: they were " \
                 "already" in said, again.output[-4000:]
             assert not _events_since(again_at, "dc1", "dc2")
+
+
+def _signal_broker(node, name):
+    subprocess.run([TESTBED, "exec", node.name, "--", "pkill", f"-{name}", "-f",
+                    f"-Dartemis.instance=/var/opt/artemis/{node.name} "], check=True, capture_output=True, timeout=60)
+
+
+def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_the_end):
+    # 2 x 2 seed 10: run again after an interrupted swapover had fenced the source, a swapover that refused at once
+    # because a broker was restarting left the groups active nowhere until the next run.
+    estate = dc1_active_at_the_end
+    target = estate.dc("dc2")
+    _signal_broker(target, "STOP")
+    try:
+        refused = run_playbook("playbooks/swapover.yml", extra_args=[
+            "-e", "swapover_target=dc2", "-e", "swapover_answer_timeout=0"])
+        said = " ".join(refused.output.split())
+        assert refused.rc != 0 and f"Refused, nothing changed: {target.name} does not answer" in said, \
+            refused.output[-4000:]
+        assert "TASK [Fence" not in refused.output
+        answering = threading.Timer(25, _signal_broker, (target, "CONT"))
+        answering.start()
+        result, _took = _swapover("dc1", "dc2")
+        answering.join()
+    finally:
+        _signal_broker(target, "CONT")
+    assert result.rc == 0, result.output[-6000:]
+    assert "FAILED - RETRYING: [localhost]: Look at both datacentres' brokers before anything changes" \
+        in result.output, result.output[-6000:]
