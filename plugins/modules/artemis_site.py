@@ -126,7 +126,7 @@ EXAMPLES = r'''
 RETURN = r'''
 previous_state:
   description: What the datacentre was before, C(active), C(passive) or C(mixed) (some groups or brokers each way).
-  returned: always
+  returned: always, also when it refuses because another datacentre is active
   type: str
 changed_settings:
   description: Per broker, the matches whose security setting was (or in check mode would be) replaced.
@@ -417,12 +417,12 @@ def run_module(module, client_for=ArtemisManagement.from_params):
         plan, active_elsewhere = survey(params, desired, selected, looked, desired_address_settings)
     except ManagementError as exc:
         module.fail_json(msg=str(exc))
+    previous = previous_state(plan, desired, params['admin_role'])
     if active_elsewhere and not params['force']:
         module.fail_json(msg='refusing to activate %s: already active at %s (clients may send or consume there); '
                              'fence it first (state=passive) or set force=true'
                              % (params['datacentre'], '; '.join(active_elsewhere)),
-                         active_elsewhere=active_elsewhere)
-    previous = previous_state(plan, desired, params['admin_role'])
+                         active_elsewhere=active_elsewhere, previous_state=previous)
     outcome = {'changed_settings': {}, 'changed_address_settings': {}, 'closed_connections': {},
                'diff': {'before': {}, 'after': {}}}
     outcome['recorded_at'], unrecorded = [], {}

@@ -234,6 +234,8 @@ def test_activation_is_refused_while_another_datacentre_is_active_and_changes_no
     exited, result = _site("active", {"dc1-node1": ("dc1", dc1), "dc2-node1": ("dc2", dc2)})
     assert not exited
     assert result["msg"].startswith("refusing to activate dc2: already active at dc1 (broker dc1-node1: #)")
+    # What the refused datacentre is says whether a swapover run again finds its work done (swapover.yml).
+    assert result["active_elsewhere"] == ["dc1 (broker dc1-node1: #)"] and result["previous_state"] == "passive"
     assert dc1.calls == [] and dc2.calls == []
 
 
