@@ -78,3 +78,14 @@ def test_a_broker_that_ended_by_itself_is_started_again_and_named():
     assert supervisor.findings == ["dc2-node1 ended by itself: AMQ224056: Primary server will not fail-back "
                                    "automatically"]
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
+
+
+def test_site_yml_run_again_reads_the_inventory_as_it_is_now_and_a_swapover_its_own_inputs():
+    runner = world.World.__new__(world.World)
+    runner.active = "dc2"
+    interrupted = {"replication_active_datacentre": "dc1", "broker_java_max_heap": "512m"}
+    assert runner._run_again_with("upgrade", interrupted) == {"replication_active_datacentre": "dc2",
+                                                              "broker_java_max_heap": "512m"}
+    assert runner._run_again_with("rolling_change", interrupted)["replication_active_datacentre"] == "dc2"
+    swapover = {"replication_active_datacentre": "dc1", "swapover_source": "dc1", "swapover_target": "dc2"}
+    assert runner._run_again_with("swapover", swapover) == swapover
