@@ -9,7 +9,8 @@ from chaos import summary
 
 def _run(seed, **changes):
     run = {"name": f"2x2-seed{seed}", "seed": seed, "estate": "2x2", "duration_s": 1200.0,
-           "code": {"at_start": "abc", "at_end": "abc"}, "steps": 40, "overlapping_steps": 35, "workers_crashed": [],
+           "code": {"at_start": "abc", "at_end": "abc"}, "steps": 40, "overlapping_steps": 35,
+           "stops_reached_broker": True, "workers_crashed": [],
            "holds": True, "findings": [],
            "verdicts": [{"invariant": "no_loss", "holds": True, "counted": {"accepted": 1000, "lost": 0}},
                         {"invariant": "single_active", "holds": True, "counted": {}}]}
@@ -27,6 +28,15 @@ def test_a_run_counts_only_when_long_overlapping_clean_and_every_invariant_held(
     assert summary.shortfalls(broken) == ["single_active broken"]
     assert summary.shortfalls(_run(3, duration_s=480.0, overlapping_steps=12, workers_crashed=["p1"])) == [
         "480 s", "12 overlapping", "a load thread crashed"]
+
+
+def test_a_run_whose_stops_did_nothing_is_counted_without_them():
+    # Seed 1 on 2 x 2: 38 steps, 31 overlapping, 9 of them SIGSTOPs that never reached a broker.
+    before_the_fix = _run(1)
+    del before_the_fix["stops_reached_broker"]
+    assert summary.effective_steps(before_the_fix) == (29, 25)
+    assert summary.shortfalls(before_the_fix) == ["25 overlapping without its stops, which did nothing"]
+    assert summary.effective_steps(_run(1)) == (40, 35)
 
 
 def test_only_a_seeds_latest_file_is_listed_and_the_goal_counts_those_that_count(tmp_path):
