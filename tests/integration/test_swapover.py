@@ -219,14 +219,3 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
     assert "FAILED - RETRYING: [localhost]: Look at both datacentres' brokers before anything changes" \
         in result.output, result.output[-6000:]
 
-
-def test_a_rolling_restart_refuses_an_inventory_that_a_swapover_left_behind(dc1_active_at_the_end):
-    # 2 x 2 seed 4: site.yml run with the inventory of before a swapover restarted every broker in that inventory's
-    # order, and only its activation refused.
-    result, _took = _swapover("dc1", "dc2")
-    assert result.rc == 0, result.output[-6000:]
-    refused = run_playbook("playbooks/rolling_restart.yml", extra_args=["-e", "rolling_restart_all=true"])
-    said = " ".join(refused.output.split())
-    assert refused.rc != 0 and "Refused, no broker restarted: the inventory makes dc1 active for all, books, but " \
-        "clients may send or consume at dc2 (broker dc2-node1: #" in said, refused.output[-4000:]
-    assert "Ask the broker to stop gracefully" not in refused.output
