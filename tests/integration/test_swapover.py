@@ -180,15 +180,21 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
         if active == "dc1":
             result, _took = _swapover("dc1", "dc2")
             assert result.rc == 0, result.output[-6000:]
-            # The inventory still says dc1: the same swapover run again (a job started twice, a run interrupted after
-            # its activation) finds the groups active at dc2 alone and dc1 fenced, changes nothing and says so (the
-            # next round shows dc2 still active and dc1 still fenced).
+            # The same swapover run again (a job started twice, a run interrupted after its activation) finds `all`
+            # active at dc2 alone and dc1 fenced for it: it changes nothing and says so.
             again_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
-            again = run_playbook("playbooks/swapover.yml", extra_args=["-e", "swapover_target=dc2"])
+            again, _took = _swapover("dc1", "dc2")
             said = " ".join(again.output.split())
-            assert again.rc == 0 and "dc2 is active for all, books; dc1 is fenced. Nothing changed: they were " \
-                "already" in said, again.output[-4000:]
+            assert again.rc == 0 and "dc2 is active for all; dc1 is fenced. Nothing changed: they were already" \
+                in said, again.output[-4000:]
             assert not _events_since(again_at, "dc1", "dc2")
+            # The inventory still says dc1, which is still active for `books`: a swapover of both from it is refused
+            # before anything is fenced (the next round shows dc2 still active and dc1 still fenced).
+            refused = run_playbook("playbooks/swapover.yml", extra_args=["-e", "swapover_target=dc2"])
+            failure = " ".join(refused.output.split())
+            assert refused.rc != 0 and "swapover_source (dc1) must be where all, books are active, but clients " \
+                "may send or consume at dc2 (broker dc2-node1: #" in failure, refused.output[-4000:]
+            assert "TASK [Fence" not in refused.output
 
 
 def _signal_broker(node, name):
@@ -218,4 +224,3 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
     assert result.rc == 0, result.output[-6000:]
     assert "FAILED - RETRYING: [localhost]: Look at both datacentres' brokers before anything changes" \
         in result.output, result.output[-6000:]
-
