@@ -7,6 +7,7 @@ third one is checked too, for the group on bridges."""
 import datetime
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -185,8 +186,9 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
             again_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
             again, _took = _swapover("dc1", "dc2")
             said = " ".join(again.output.split())
-            assert again.rc == 0 and "dc2 is active for all; dc1 is fenced. Nothing changed: they were already" \
-                in said, again.output[-4000:]
+            assert again.rc == 0 and "dc2 is active for all; dc1 is fenced." in said \
+                and "Nothing changed: they were already" in said, again.output[-4000:]
+            assert re.search(r"TASK \[Fence dc1\] \*+ skipping: \[localhost\]", said), again.output[-4000:]
             assert not _events_since(again_at, "dc1", "dc2")
             # The inventory still says dc1, which is still active for `books`: a swapover of both from it is refused
             # before anything is fenced (the next round shows dc2 still active and dc1 still fenced).
