@@ -89,3 +89,18 @@ def test_site_yml_run_again_reads_the_inventory_as_it_is_now_and_a_swapover_its_
     assert runner._run_again_with("rolling_change", interrupted)["replication_active_datacentre"] == "dc2"
     swapover = {"replication_active_datacentre": "dc1", "swapover_source": "dc1", "swapover_target": "dc2"}
     assert runner._run_again_with("swapover", swapover) == swapover
+
+
+def _signalling(returncode):
+    runner = world.World.__new__(world.World)
+    runner.testbed = lambda *args, **_kwargs: types.SimpleNamespace(returncode=returncode, stderr="pkill: failed")
+    return runner
+
+
+def test_a_signal_that_reaches_no_broker_fails_unless_only_running_ones_are_meant():
+    # 2 x 2 seed 10's rerun: the end's SIGCONT to every node met a node without a broker and the run died unjudged.
+    _signalling(1)._broker_signal("dc1-node1", "CONT", running_only=True)
+    with pytest.raises(RuntimeError, match="pkill -STOP on dc1-node1: exit 1"):
+        _signalling(1)._broker_signal("dc1-node1", "STOP")
+    with pytest.raises(RuntimeError, match="exit 2"):
+        _signalling(2)._broker_signal("dc1-node1", "CONT", running_only=True)
