@@ -278,7 +278,8 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
     verdicts = checker.check(history.read(history_path))
     summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration,
                "code": {"at_start": code_at_start, "at_end": code_version()}, "steps": len(steps),
-               "overlapping_steps": schedule.overlapping(steps), "stops_reached_broker": True, "workers_crashed": crashed,
+               "overlapping_steps": schedule.overlapping(steps), "stops_reached_broker": True,
+               "workers_crashed": crashed,
                "holds": all(verdict["holds"] for verdict in verdicts) and not crashed,
                "findings": world.findings, "verdicts": verdicts}
     with open(os.path.join(directory, "verdicts.json"), "w") as handle:

@@ -136,8 +136,7 @@ class World:
         """Signal the node's broker JVM; ``running_only``: a node without one has nothing to signal (pkill's 1).
         Any other failure raises: until 2026-12-02 pkill took the pattern, which begins with a dash, for an option
         and no run's SIGSTOP reached a broker, unchecked (docs/chaos.md)."""
-        done = self.testbed("exec", node, "--", "pkill", f"-{name}", "-f", "--",
-                            f"-Dartemis.instance=/var/opt/artemis/{node} ", check=False)
+        done = self.estate.signal_broker(node, name)
         if done.returncode and not (running_only and done.returncode == 1):
             raise RuntimeError(f"pkill -{name} on {node}: exit {done.returncode} {done.stderr[-300:]}")
 

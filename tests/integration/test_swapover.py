@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from support import amqp_clients as amqp
-from support.estate import REPO_ROOT, TESTBED, run_playbook
+from support.estate import REPO_ROOT, run_playbook
 
 RATE = 500
 LOAD_BEFORE_S, LOAD_AFTER_S = 5, 5
@@ -199,9 +199,9 @@ def test_the_artemis_command_line_clients_work_at_the_active_site_and_monitor_th
             assert "TASK [Fence" not in refused.output
 
 
-def _signal_broker(node, name):
-    subprocess.run([TESTBED, "exec", node.name, "--", "pkill", f"-{name}", "-f", "--",
-                    f"-Dartemis.instance=/var/opt/artemis/{node.name} "], check=True, capture_output=True, timeout=60)
+def _signal_broker(estate, node, name):
+    signalled = estate.signal_broker(node.name, name)
+    assert signalled.returncode == 0, signalled.stderr
 
 
 def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_the_end):
@@ -209,7 +209,7 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
     # because a broker was restarting left the groups active nowhere until the next run.
     estate = dc1_active_at_the_end
     target = estate.dc("dc2")
-    _signal_broker(target, "STOP")
+    _signal_broker(estate, target, "STOP")
     try:
         refused = run_playbook("playbooks/swapover.yml", extra_args=[
             "-e", "swapover_target=dc2", "-e", "swapover_answer_timeout=0"])
@@ -217,12 +217,12 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
         assert refused.rc != 0 and f"Refused, nothing changed: {target.name} does not answer" in said, \
             refused.output[-4000:]
         assert "TASK [Fence" not in refused.output
-        answering = threading.Timer(25, _signal_broker, (target, "CONT"))
+        answering = threading.Timer(25, _signal_broker, (estate, target, "CONT"))
         answering.start()
         result, _took = _swapover("dc1", "dc2")
         answering.join()
     finally:
-        _signal_broker(target, "CONT")
+        _signal_broker(estate, target, "CONT")
     assert result.rc == 0, result.output[-6000:]
     assert "FAILED - RETRYING: [localhost]: Look at both datacentres' brokers before anything changes" \
         in result.output, result.output[-6000:]

@@ -268,10 +268,18 @@ class Estate:
 
     def broker_pids(self, node: Node) -> list[str]:
         """Pids of the node's broker JVM (empty when it is not running)."""
-        result = subprocess.run([TESTBED, "exec", node.name, "--", "pgrep", "-f", "--",
-                                 f"-Dartemis.instance=/var/opt/artemis/{node.name} "],
-                                check=False, capture_output=True, text=True)
-        return result.stdout.split()
+        return self._broker_processes(node.name, "pgrep").stdout.split()
+
+    def signal_broker(self, node_name: str, signal_name: str) -> subprocess.CompletedProcess:
+        """Send ``signal_name`` (STOP, CONT) to the node's broker JVM; pkill's exit status 1: no broker runs there."""
+        return self._broker_processes(node_name, "pkill", f"-{signal_name}")
+
+    @staticmethod
+    def _broker_processes(node_name: str, command: str, *options: str) -> subprocess.CompletedProcess:
+        # "--": the pattern begins with a dash, which pgrep and pkill would otherwise take for an option.
+        return subprocess.run([TESTBED, "exec", node_name, "--", command, *options, "-f", "--",
+                               f"-Dartemis.instance=/var/opt/artemis/{node_name} "],
+                              check=False, capture_output=True, text=True, timeout=120)
 
     @staticmethod
     def testbed(*args: str) -> None:

@@ -93,7 +93,8 @@ def test_site_yml_run_again_reads_the_inventory_as_it_is_now_and_a_swapover_its_
 
 def _signalling(returncode):
     runner = world.World.__new__(world.World)
-    runner.testbed = lambda *args, **_kwargs: types.SimpleNamespace(returncode=returncode, stderr="pkill: failed")
+    runner.estate = types.SimpleNamespace(signal_broker=lambda *_args: types.SimpleNamespace(
+        returncode=returncode, stderr="pkill: failed"))
     return runner
 
 
