@@ -212,69 +212,73 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
     upgrade = any(step.name == "upgrade" for step in steps)
     with history.Writer(history_path) as writer, open(os.path.join(directory, "runner.log"), "a") as log:
         estate, inventory = build_bed(estate_name, directory, lock_manager, inventory_vars)
-        world = World(estate, inventory, writer, log, directory, upgraded=not upgrade, redeliveries=0)
-        built = world.playbook("site.yml", dict(world.version(), broker_java_max_heap=world.heap), name="build")
-        if built.returncode != 0:
-            raise RuntimeError(f"site.yml did not build the bed: {directory}/build.out")
-        writer.write("schedule", seed=seed, estate=estate_name, duration_s=duration, name=name,
-                     steps=[step.__dict__ for step in steps])
-        load = Load(world, uuid.uuid4().hex[:6])
-        load.start()
-        telemetry = os.path.join(directory, "telemetry")
-        shutil.rmtree(telemetry, ignore_errors=True)
-        measurement = Measurement(estate, telemetry, routes=[], interval=measure.COLLECTOR_INTERVAL_S).__enter__()
-        world.redeliveries = PREFETCH * load.consumer_count()
-        for datacentre in world.datacentres:
-            world.log(f"run: {datacentre} has {world.mirror_connections(datacentre)} mirror connections")
-        sampler = threading.Thread(target=world.sample_activity, name="activity", daemon=True)
-        sampler.start()
-        supervisor = threading.Thread(target=world.supervise, name="supervisor", daemon=True)
-        supervisor.start()
-        backlog_sampler = threading.Thread(target=world.sample_backlog, name="backlog", daemon=True)
-        backlog_sampler.start()
-        started = time.time()
-        world.log(f"run: seed {seed}, {estate_name}, {duration} s, {len(steps)} steps")
-        faults = [threading.Thread(target=world.fault, args=(step, started), daemon=True)
-                  for step in steps if step.kind == "fault"]
-        for thread in faults:
-            thread.start()
-        operations = threading.Thread(target=world.operations, args=(
-            [step for step in steps if step.kind == "operation"], started, duration), daemon=True)
-        operations.start()
-        next_runtime_queue = started + RUNTIME_QUEUE_EVERY_S
-        while time.time() < started + duration:
-            if time.time() >= next_runtime_queue:
-                load.add_runtime_queue()
-                next_runtime_queue += RUNTIME_QUEUE_EVERY_S
-            time.sleep(1)
-        world.log("run: the schedule's time is up; ending faults and the last operation")
-        world.closing.set()
-        for thread in faults:
-            thread.join(timeout=180)
-        operations.join(timeout=1800)
-        world.restore()
-        load.stop_producers()
-        deadline = time.time() + DRAIN_TIMEOUT_S
-        while load.missing() and time.time() < deadline:
-            time.sleep(5)
-        world.log(f"run: {load.missing()} deliveries missing after the drain")
-        time.sleep(5)
-        world.stopping.set()
-        sampler.join(timeout=30)
-        supervisor.join(timeout=60)
-        backlog_sampler.join(timeout=30)
-        crashed = load.stop_consumers()
         try:
-            measurement.__exit__(None, None, None)
-        except AssertionError as exc:
-            world.finding(str(exc))
-        load.write_history(writer)
-        for report in world.replication_reports():
-            writer.write("measurement", name="replication_report", scope="end", value=report)
-        world.log("run: the RPO/RTO job over each abrupt failover's ledger")
-        writer.write_all(measure.failovers(history.read(history_path), telemetry,
-                                           os.path.join(directory, "measurement")))
-        keep_broker_logs(estate, directory)
+            world = World(estate, inventory, writer, log, directory, upgraded=not upgrade, redeliveries=0)
+            built = world.playbook("site.yml", dict(world.version(), broker_java_max_heap=world.heap), name="build")
+            if built.returncode != 0:
+                raise RuntimeError(f"site.yml did not build the bed: {directory}/build.out")
+            writer.write("schedule", seed=seed, estate=estate_name, duration_s=duration, name=name,
+                         steps=[step.__dict__ for step in steps])
+            load = Load(world, uuid.uuid4().hex[:6])
+            load.start()
+            telemetry = os.path.join(directory, "telemetry")
+            shutil.rmtree(telemetry, ignore_errors=True)
+            measurement = Measurement(estate, telemetry, routes=[], interval=measure.COLLECTOR_INTERVAL_S).__enter__()
+            world.redeliveries = PREFETCH * load.consumer_count()
+            for datacentre in world.datacentres:
+                world.log(f"run: {datacentre} has {world.mirror_connections(datacentre)} mirror connections")
+            sampler = threading.Thread(target=world.sample_activity, name="activity", daemon=True)
+            sampler.start()
+            supervisor = threading.Thread(target=world.supervise, name="supervisor", daemon=True)
+            supervisor.start()
+            backlog_sampler = threading.Thread(target=world.sample_backlog, name="backlog", daemon=True)
+            backlog_sampler.start()
+            started = time.time()
+            world.log(f"run: seed {seed}, {estate_name}, {duration} s, {len(steps)} steps")
+            faults = [threading.Thread(target=world.fault, args=(step, started), daemon=True)
+                      for step in steps if step.kind == "fault"]
+            for thread in faults:
+                thread.start()
+            operations = threading.Thread(target=world.operations, args=(
+                [step for step in steps if step.kind == "operation"], started, duration), daemon=True)
+            operations.start()
+            next_runtime_queue = started + RUNTIME_QUEUE_EVERY_S
+            while time.time() < started + duration:
+                if time.time() >= next_runtime_queue:
+                    load.add_runtime_queue()
+                    next_runtime_queue += RUNTIME_QUEUE_EVERY_S
+                time.sleep(1)
+            world.log("run: the schedule's time is up; ending faults and the last operation")
+            world.closing.set()
+            for thread in faults:
+                thread.join(timeout=180)
+            operations.join(timeout=1800)
+            world.restore()
+            load.stop_producers()
+            deadline = time.time() + DRAIN_TIMEOUT_S
+            while load.missing() and time.time() < deadline:
+                time.sleep(5)
+            world.log(f"run: {load.missing()} deliveries missing after the drain")
+            time.sleep(5)
+            world.stopping.set()
+            sampler.join(timeout=30)
+            supervisor.join(timeout=60)
+            backlog_sampler.join(timeout=30)
+            crashed = load.stop_consumers()
+            try:
+                measurement.__exit__(None, None, None)
+            except AssertionError as exc:
+                world.finding(str(exc))
+            load.write_history(writer)
+            for report in world.replication_reports():
+                writer.write("measurement", name="replication_report", scope="end", value=report)
+            world.log("run: the RPO/RTO job over each abrupt failover's ledger")
+            writer.write_all(measure.failovers(history.read(history_path), telemetry,
+                                               os.path.join(directory, "measurement")))
+            keep_broker_logs(estate, directory)
+        except BaseException:
+            keep_broker_logs(estate, directory)  # the bed is kept up too: a run that died is examined
+            raise
     verdicts = checker.check(history.read(history_path))
     summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration,
                "code": {"at_start": code_at_start, "at_end": code_version()}, "steps": len(steps),
