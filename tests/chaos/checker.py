@@ -379,15 +379,16 @@ def pair_takes_over(run: Run) -> dict:
     return _verdict(run, "pair_takes_over", broken, {"longest_s": round(longest, 1)})
 
 
-def _active_at(run: Run, t: float, before: bool) -> dict[str, list[str]]:
+def _active_at(run: Run, t: float, before: bool, until: float | None = None) -> dict[str, list[str]]:
     """Per group, where it was active in the last sample before ``t``, left out while that sample did not know (a
-    datacentre did not answer); or in the first known sample after it."""
+    datacentre did not answer); or in the first known sample after it, left out when none came before ``until``."""
     found = {}
     for group in run.samples:
         if before:
             chosen = [sample for sample in run.samples[group] if sample["t"] <= t][-1:]
         else:
-            chosen = [sample for sample in run.activity[group] if sample["t"] >= t][:1]
+            chosen = [sample for sample in run.activity[group]
+                      if sample["t"] >= t and (until is None or sample["t"] < until)][:1]
         if chosen and chosen[0].get("active") is not None:
             found[group] = sorted(chosen[0]["active"])
     return found
@@ -417,7 +418,12 @@ def operations_end_cleanly(run: Run) -> dict:
         elif outcome == "refused":
             if not (end.get("message") or "").strip():
                 broken.append({"t": t, "id": span["id"], "operation": span["name"], "why": "refused without a message"})
-            before, after = _active_at(run, t, before=True), _active_at(run, end["t"], before=False)
+            # What the estate was after the refusal: the first sample before the next operation starts, which may
+            # move the groups itself before anyone could look.
+            following = [other["start"]["t"] for other in run.operations.values()
+                         if other["start"] and other["start"]["t"] >= end["t"] and other is not span]
+            before = _active_at(run, t, before=True)
+            after = _active_at(run, end["t"], before=False, until=min(following, default=None))
             changed = {group: (before[group], after[group]) for group in before
                        if group in after and before[group] != after[group]}
             if changed:

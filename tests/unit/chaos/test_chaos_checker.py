@@ -326,6 +326,18 @@ def test_a_refusal_that_began_while_a_datacentre_did_not_answer_is_not_held_to_a
     assert verdict["holds"], verdict
 
 
+def test_a_refusal_is_not_charged_with_what_the_next_operation_did_before_anyone_could_look():
+    # Refused at 130, a swapover back to dc1 started at 130.5 and moved the group before the next sample (131).
+    events = _clean() + _operation(120, 130, "swapover", "o9", outcome="refused", message="dc1 is partitioned")
+    events += _operation(130.5, 140, "swapover", "o10") + [_activity(131, "dc1")]
+    verdict = _verdicts(events)["operations_end_cleanly"]
+    assert verdict["holds"], verdict
+    # A sample between the refusal and the next operation still judges it.
+    moved = events[:-4] + [_activity(130.2, "dc1")] + events[-4:]
+    verdict = _verdicts(moved)["operations_end_cleanly"]
+    assert [item["why"] for item in verdict["broken"]] == ["refused, but groups moved: {'orders': (['dc2'], ['dc1'])}"]
+
+
 def test_an_operation_the_runner_called_failed_that_says_it_refused_is_judged_as_a_refusal():
     said = "'Refused, no broker restarted: dc1-node2 not read earlier in this run'"
     events = _clean() + _operation(120, 130, "upgrade", "o9", outcome="failed", message=said)
