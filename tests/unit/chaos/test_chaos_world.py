@@ -1,6 +1,6 @@
 """The chaos runner's reading of an operation's end: a playbook's refusal is taken at its word unless the groups are
 seen to have moved (3 x 1 seed 2's failback refused while the active datacentre did not answer); and its supervisor,
-which starts again a broker that ended by itself and names it."""
+which starts again a broker that ended by itself (as Restart=always) and names it when it crashed."""
 
 import types
 
@@ -49,18 +49,27 @@ class _Stopping:
         return self.rounds > 1
 
 
-def _supervised(pids_seen):
+START = "2026-12-02 19:40:01,100 INFO  [org.apache.activemq.artemis.core.server] AMQ221001: Apache ActiveMQ Artemis ..."
+STOP = "2026-12-02 19:52:11,300 INFO  [org.apache.activemq.artemis.core.server] AMQ221002: Apache ActiveMQ Artemis ..."
+LOCK_LOST = ("2026-12-02 19:52:10,900 ERROR [org.apache.activemq.artemis.core.server.impl.ReplicationPrimaryActivation]"
+             " Quorum UNAVAILABLE: async stopping broker.")
+CRASHED = (START,)
+LOST_ITS_LOCK = (START, LOCK_LOST, STOP)
+
+
+def _supervised(pids_seen, log=CRASHED):
     """A World whose only node's broker is looked for in turn with ``pids_seen`` (empty: not found), and whose
-    broker log ends without a clean stop."""
+    broker log's start, stop and lock lines are ``log``."""
     supervisor = world.World.__new__(world.World)
     node = types.SimpleNamespace(name="dc2-node1", dc="dc2")
     looks = iter(pids_seen)
     supervisor.estate = types.SimpleNamespace(nodes=[node], broker_pids=lambda _node: next(looks))
     supervisor.stopping, supervisor.lock = _Stopping(), world.threading.RLock()
     supervisor.faulted, supervisor.down_datacentres, supervisor.findings, supervisor.started = set(), set(), [], []
-    supervisor._ended_by_itself = lambda _name: True
+    supervisor._log_lines = lambda _name, _pattern: list(log)
     supervisor._last_words = lambda _name: "AMQ224056: Primary server will not fail-back automatically"
-    supervisor.log = lambda _text: None
+    supervisor.logged = []
+    supervisor.log = supervisor.logged.append
     supervisor.testbed = lambda *args, **_kwargs: supervisor.started.append(args)
     return supervisor
 
@@ -78,6 +87,22 @@ def test_a_broker_that_ended_by_itself_is_started_again_and_named():
     assert supervisor.findings == ["dc2-node1 ended by itself: AMQ224056: Primary server will not fail-back "
                                    "automatically"]
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
+
+
+def test_a_primary_that_stopped_itself_after_losing_its_lock_is_started_again_as_restart_always_would():
+    # 2 x 2 seed 10 at 84a8470: a primary stalled past its ZooKeeper session stopped itself (exit 0) and stayed down.
+    supervisor = _supervised([[], []], log=LOST_ITS_LOCK)
+    supervisor.supervise()
+    assert supervisor.findings == []
+    assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
+    assert any("stopped itself after losing its lock" in line for line in supervisor.logged)
+
+
+@pytest.mark.parametrize("log", [[START, STOP], [START, LOCK_LOST, STOP, START, STOP], []])
+def test_a_broker_stopped_by_someone_or_never_started_is_left_alone(log):
+    supervisor = _supervised([[]], log=log)
+    supervisor.supervise()
+    assert supervisor.findings == [] and supervisor.started == []
 
 
 def test_site_yml_run_again_reads_the_inventory_as_it_is_now_and_a_swapover_its_own_inputs():
