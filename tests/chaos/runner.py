@@ -131,16 +131,17 @@ class Load:
     def write_history(self, writer: history.Writer):
         """Every send and delivery, from the ledgers. A messages_only message is expected once at every
         datacentre: its copies are ``id@datacentre``."""
-        datacentre_of = {node.amqp_url: node.dc for node in self.world.estate.nodes}
+        node_of = {node.amqp_url: node for node in self.world.estate.nodes}
         for entry in self.workers:
             producer = entry["producer"]
             for record in producer.ledger():
                 outcome = record.outcome if record.outcome != "pending" else "uncertain"
                 # Each new connection of a producer takes the next URL of its failover list.
-                datacentre = datacentre_of[producer.urls[(record.connection - 1) % len(producer.urls)]]
+                broker = node_of[producer.urls[(record.connection - 1) % len(producer.urls)]]
                 for suffix in ([f"@{dc}" for dc in entry["copies"]] if entry["copies"] else [""]):
                     writer.write("send", t=record.settled_at or record.sent_at, client=producer.name,
-                                 group=entry["group"], id=record.id + suffix, outcome=outcome, datacentre=datacentre)
+                                 group=entry["group"], id=record.id + suffix, outcome=outcome, datacentre=broker.dc,
+                                 broker=broker.name)
             for dc, consumer in entry["consumers"]:
                 for record in consumer.ledger():
                     if record.accepted_at is None or record.id is None:

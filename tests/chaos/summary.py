@@ -61,8 +61,12 @@ def shortfalls(run: dict) -> list[str]:
     return reasons
 
 
+def _no_loss(run: dict) -> dict:
+    return next(verdict["counted"] for verdict in run["verdicts"] if verdict["invariant"] == "no_loss")
+
+
 def _accepted_and_lost(run: dict) -> tuple[int, int]:
-    counted = next(verdict["counted"] for verdict in run["verdicts"] if verdict["invariant"] == "no_loss")
+    counted = _no_loss(run)
     return counted["accepted"], counted["lost"]
 
 
@@ -82,6 +86,9 @@ def render(all_runs: list[dict]) -> str:
         for run in mine:
             accepted, lost = _accepted_and_lost(run)
             verdict = "; ".join(shortfalls(run)) or "yes"
+            stalled = sum(_no_loss(run).get("lost_to_stalled_primaries", {}).values())
+            if stalled:
+                verdict += f" ({stalled:,} of the lost acknowledged by a primary stalled past its lock: Artemis)"
             if run.get("judged_again"):
                 verdict += " (judged again: " + run["judged_again"]["why"].split(";")[0] + ")"
             steps, overlapping = effective_steps(run)

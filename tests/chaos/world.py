@@ -85,6 +85,9 @@ class World:
 
     def __init__(self, estate, inventory, writer, log_handle, directory, upgraded, redeliveries):
         self.estate, self.inventory, self.writer, self.directory = estate, inventory, writer, directory
+        # How long a pair's live broker may stall before it loses its lock (None: no lock manager).
+        session_ms = (estate.inventory_vars().get("replication_zookeeper") or {}).get("session-ms")
+        self.lock_session_s = None if session_ms is None else session_ms / 1000
         self._log_handle = log_handle
         self.datacentres = sorted({node.dc for node in estate.nodes})
         self.active = "dc1"
@@ -322,6 +325,8 @@ class World:
                 return
             if broker:
                 self.faulted.add(broker)
+        if step.name == "stop":
+            args["lock_session_s"] = self.lock_session_s
         cut = [args["datacentre"]] if broker else args.get("between", [])
         resend = MIRROR_CREDITS * sum(self.mirror_connections(datacentre) for datacentre in cut)
         if broker or resend:

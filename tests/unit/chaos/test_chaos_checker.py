@@ -56,7 +56,8 @@ def _broken(events):
 def test_a_clean_history_keeps_every_promise():
     verdicts = _verdicts(_clean())
     assert all(verdict["holds"] for verdict in verdicts.values()), verdicts
-    assert verdicts["no_loss"]["counted"] == {"accepted": 10, "lost": 0, "lost_within_failover_bounds": {}}
+    assert verdicts["no_loss"]["counted"] == {"accepted": 10, "lost": 0, "lost_within_failover_bounds": {},
+                                              "lost_to_stalled_primaries": {}}
     assert verdicts["active_somewhere"]["counted"] == {"dark_seconds": 5.0}
 
 
@@ -69,6 +70,24 @@ def test_a_lost_message_is_caught_with_the_schedule_around_it_and_how_to_replay(
     assert [(event["id"], event["phase"]) for event in verdict["excerpt"]] == [("f1", "start"), ("f1", "end")]
     assert verdict["replay"] == "make chaos SEED=7 ESTATE=2x2 DURATION=1200"
     assert _broken(events) == ["no_loss"]
+
+
+def _stalled(stopped_for, lock_session_s=6.0, acknowledged_by="dc1-node1", after_resume=1.0):
+    """A stop fault on dc1-node1 from 200, and a message acknowledged ``after_resume`` s after it ended, lost."""
+    events = _clean() + _fault(200, 200 + stopped_for, "stop", "f7", broker="dc1-node1", datacentre="dc1",
+                               lock_session_s=lock_session_s)
+    return events + [dict(_send(200 + stopped_for + after_resume, "s1"), broker=acknowledged_by)]
+
+
+def test_what_a_primary_stalled_past_its_lock_acknowledged_on_resuming_is_lost_apart_and_only_that():
+    # 2 x 2 seed 10 at 84a8470: Artemis's resumed primary acknowledges for about a second before it stops.
+    verdict = _verdicts(_stalled(stopped_for=10))["no_loss"]
+    assert verdict["holds"] and verdict["counted"]["lost_to_stalled_primaries"] == {"f7": 1}
+    for events in (_stalled(stopped_for=10, acknowledged_by="dc1-node2"), _stalled(stopped_for=10, after_resume=8),
+                   _stalled(stopped_for=10, after_resume=-1), _stalled(stopped_for=4),
+                   _stalled(stopped_for=10, lock_session_s=None)):
+        verdict = _verdicts(events)["no_loss"]
+        assert [item["id"] for item in verdict["broken"]] == ["s1"], verdict
 
 
 def test_a_message_rejected_or_uncertain_is_not_a_promise():

@@ -48,3 +48,11 @@ def test_only_a_seeds_latest_file_is_listed_and_the_goal_counts_those_that_count
     assert "| [1](2x2-seed1.json) | abc | 40 (35) | 1,000 | 0 | yes |" in page
     assert "| [2](2x2-seed2.json) | abc | 40 (3) | 1,000 | 0 | 3 overlapping |" in page
     assert page.count("2x2-seed1") == 1
+
+
+def test_what_a_stalled_primary_lost_is_named_beside_the_verdict(tmp_path):
+    counted = {"accepted": 1000, "lost": 6, "lost_to_stalled_primaries": {"stop-12": 6}}
+    run = _run(10, verdicts=[{"invariant": "no_loss", "holds": True, "counted": counted}])
+    (tmp_path / "2x2-seed10.json").write_text(json.dumps(run))
+    page = open(summary.write(str(tmp_path))).read()
+    assert "| 1,000 | 6 | yes (6 of the lost acknowledged by a primary stalled past its lock: Artemis) |" in page
