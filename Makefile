@@ -43,7 +43,7 @@ help:
 	@echo "make demo    setup, build the test bed, run site.yml, print where the brokers are"
 	@echo "make plugins  build the broker plugins (broker-plugins/, Maven) into roles/broker/files/plugins, with their JUnit tests"
 	@echo "make test    setup, then lint and sanity side by side, unit and integration tests, and the broker Molecule scenario"
-	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, rolling restart, upgrade and certificate rotation of a 2 x 2 estate under load, the live RPO paging, the measurement installed offline on a systemd node, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
+	@echo "make drills  the long drills (the HA layouts and the bridge engine losing their primary, a pair's primary stalled past its ZooKeeper session, rolling restart, upgrade and certificate rotation of a 2 x 2 estate under load, the live RPO paging, the measurement installed offline on a systemd node, runtime queues, the swapover and failover of the shared bed under load, the Molecule scenarios replication and rpo_job); figures in tests/drills/results"
 	@echo "make chaos   faults and operations together under load, judged by the history checker: SEED=1 ESTATE=2x2|3x1 DURATION=1200 (docs/chaos.md)"
 	@echo "make bench   the benchmarks B1-B7 on a test bed of their own (about 55 min); benchmarks/RESULTS.md"
 	@echo "make reproduce-mirror-race  what Artemis's mirror loses of queues created at runtime in HA pairs (no reconciliation)"

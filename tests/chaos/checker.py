@@ -40,8 +40,8 @@ from collections import defaultdict
 from chaos import history
 
 REDELIVERY_GRACE_SECONDS = 120.0
-# How long a pair's primary that resumed after losing its lock acknowledges sends before it notices: about a second on
-# the test bed (tests/drills/results/stalled_primary_2x2.json), with room for a loaded bed.
+# How long a pair's primary that resumed after losing its lock acknowledges sends before it notices: a second or two
+# on the test bed (tests/drills/results/stalled_primary_2x2.json), with room for a loaded bed.
 STALLED_ACK_SECONDS = 5.0
 # How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ...").
 REFUSAL = "Refused,"

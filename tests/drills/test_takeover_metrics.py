@@ -86,27 +86,6 @@ def _logged_at(line):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
-def _status(node):
-    try:
-        return node.management(timeout=5).status()
-    except Exception:  # noqa: BLE001 - not answering (yet)
-        return None
-
-
-def _pair_in_sync(estate, dc, timeout=240):
-    """(live, backup) of ``dc``'s pair once one is live and the other is its backup in sync."""
-    def roles():
-        pair = [node for node in estate.nodes if node.dc == dc]
-        statuses = [_status(node) for node in pair]
-        if all(statuses) and all(status["replica_sync"] for status in statuses):
-            live = [node for node, status in zip(pair, statuses) if status["live"]]
-            backup = [node for node, status in zip(pair, statuses) if status["backup"]]
-            if len(live) == len(backup) == 1:
-                return live[0], backup[0]
-        return None
-    return amqp.wait_for(roles, bool, timeout=timeout, interval=1, description=f"{dc}'s pair live and in sync")
-
-
 def _start_broker(estate, node):
     estate.exec(node.name, "sh", "-c", f"rm -f /var/opt/artemis/{node.name}/data/artemis.pid && runuser -u artemis -- "
                 f"/var/opt/artemis/{node.name}/bin/artemis-service start")
@@ -115,7 +94,7 @@ def _start_broker(estate, node):
 def _takeover(estate, dc, metrics):
     """Kill the live broker of ``dc``'s pair, time its backup's takeover, start the killed one again (it becomes the
     backup: the role's default is no failback) and wait for the pair to be in sync."""
-    live, backup = _pair_in_sync(estate, dc)
+    live, backup = estate.pair_in_sync(dc)
     time.sleep(3)
     logged_before = len(_log_lines(estate, backup))
     killed = time.time()
@@ -147,7 +126,7 @@ def _takeover(estate, dc, metrics):
     amqp.wait_for(lambda: not estate.broker_pids(live), timeout=60, description=f"{live.name}'s JVM gone")
     started = time.monotonic()
     _start_broker(estate, live)
-    _pair_in_sync(estate, dc)
+    estate.pair_in_sync(dc)
     figures["backup_again_in_sync_s"] = round(time.monotonic() - started, 1)
     return figures
 

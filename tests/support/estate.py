@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import yaml
 
@@ -213,6 +214,13 @@ class Node:
         return next(link for link in broker_report(self.management())["links"] if link["name"] == name)
 
 
+def _status(node: Node) -> dict | None:
+    try:
+        return node.management(timeout=5).status()
+    except Exception:  # noqa: BLE001 - not answering (yet)
+        return None
+
+
 @dataclasses.dataclass
 class Estate:
     nodes: list[Node]
@@ -265,6 +273,21 @@ class Estate:
                     address_settings=inventory.get("broker_address_settings", broker_role_default(
                         "broker_address_settings")),
                     exempt_users=["replicator", "cluster"], exempt_ports=[5673])
+
+    def pair_in_sync(self, dc: str, timeout: float = 240) -> tuple[Node, Node]:
+        """(live, backup) of ``dc``'s pair once one is live and the other is its backup in sync."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pair = [node for node in self.nodes if node.dc == dc]
+            statuses = [_status(node) for node in pair]
+            if all(statuses) and all(status["replica_sync"] for status in statuses):
+                live = [node for node, status in zip(pair, statuses) if status["live"]]
+                backup = [node for node, status in zip(pair, statuses) if status["backup"]]
+                if len(live) == len(backup) == 1:
+                    return live[0], backup[0]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{dc}'s pair not live and in sync after {timeout} s: {statuses}")
+            time.sleep(1)
 
     def broker_pids(self, node: Node) -> list[str]:
         """Pids of the node's broker JVM (empty when it is not running)."""
