@@ -44,9 +44,10 @@ RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
 SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
 
 
-# What a broker logs when it has started, when it has stopped cleanly, and when a pair's primary has lost its lock
-# and stops itself.
-STARTED, STOPPED, LOCK_LOST = "AMQ221001", "AMQ221002", "Quorum UNAVAILABLE"
+# What a broker logs when it has started, when it has stopped cleanly, and when a pair's live broker has lost its lock
+# and stops itself (the lock manager told it, or its activation sequence could not be raised).
+STARTED, STOPPED = "AMQ221001", "AMQ221002"
+LOCK_LOST = ("Quorum UNAVAILABLE", "on attempted activation sequence increment")
 # What the broker role says of a mirror connection it keeps, routing nothing, until its queue is empty.
 RETIRED_CONNECTION = re.compile(r"(\S+) \((\d+) events\)")
 
@@ -223,13 +224,13 @@ class World:
         """How the broker's last run ended, from its log: ``crashed`` (no clean stop, AMQ221002, after its last start,
         AMQ221001), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
         operation's restart), None (never started)."""
-        lines = self._log_lines(node, f"{STARTED}|{STOPPED}|{LOCK_LOST}")
+        lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST))
         since_start = next((lines[index:] for index in range(len(lines) - 1, -1, -1) if STARTED in lines[index]), [])
         if not since_start:
             return None
         if STOPPED not in since_start[-1]:
             return "crashed"
-        if len(since_start) > 1 and LOCK_LOST in since_start[-2]:
+        if len(since_start) > 1 and any(marker in since_start[-2] for marker in LOCK_LOST):
             return "lock_lost"
         return "stopped"
 
