@@ -10,8 +10,8 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
                             accepted within an abrupt failover's loss window may be missing only while no failback
                             followed it, and no more of them than the failover said were at risk; a message the
                             broker of a stop fault longer than its pair's lock session (args.lock_session_s)
-                            acknowledged up to STALLED_ACK_SECONDS after it resumed is counted apart, an Artemis
-                            defect (docs/upstream/stalled-primary-acks-without-lock.md)
+                            acknowledged between resuming and stopping itself for the lost lock (lock_lost) is
+                            counted apart, an Artemis defect (docs/upstream/stalled-primary-acks-without-lock.md)
     no_duplicates           no message is delivered twice, except a redelivery while a fault or operation that cuts
                             consumers off (args.redeliveries) is in progress or up to REDELIVERY_GRACE_SECONDS after,
                             no more than it allows; and after an abrupt failover, until the failback starts, a
@@ -40,9 +40,6 @@ from collections import defaultdict
 from chaos import history
 
 REDELIVERY_GRACE_SECONDS = 120.0
-# How long a pair's primary that resumed after losing its lock acknowledges sends before it notices: a second or two
-# on the test bed (tests/drills/results/stalled_primary_2x2.json), with room for a loaded bed.
-STALLED_ACK_SECONDS = 5.0
 # How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ...").
 REFUSAL = "Refused,"
 
@@ -94,6 +91,7 @@ class Run:
         if str(schedule.get("name", "")).startswith("regression-"):  # a fixed schedule of tests/drills/test_chaos.py
             self.replay = f"pytest tests/drills/test_chaos.py -k {schedule['name'][len('regression-'):]}"
         self.faults = _spans(events, "fault")
+        self.locks_lost = [event for event in events if event["kind"] == "lock_lost"]
         self.operations = _spans(events, "operation")
         self.accepted = {event["id"]: event for event in events
                          if event["kind"] == "send" and event.get("outcome") == "accepted"}
@@ -163,15 +161,18 @@ def abrupt_failovers(run: Run) -> list[dict]:
 
 
 def _stalled_past_the_lock(run: Run, sent: dict) -> dict | None:
-    """The stop fault whose broker, stopped longer than its pair's lock session, acknowledged ``sent`` just after it
-    resumed (before it noticed it had lost its lock)."""
+    """The stop fault whose broker, stopped longer than its pair's lock session, acknowledged ``sent`` after it
+    resumed and before it stopped itself for the lost lock."""
     for span in run.faults.values():
         if span["name"] != "stop" or not span["start"] or not span["end"]:
             continue
         args = span["start"].get("args", {})
         session, resumed = args.get("lock_session_s"), span["end"]["t"]
-        if (session is not None and resumed - span["start"]["t"] > session and sent.get("broker") == args["broker"]
-                and resumed <= sent["t"] <= resumed + STALLED_ACK_SECONDS):
+        if session is None or resumed - span["start"]["t"] <= session or sent.get("broker") != args["broker"]:
+            continue
+        stopped = min((event["stopped_at"] for event in run.locks_lost
+                       if event["broker"] == args["broker"] and (event.get("stopped_at") or 0) >= resumed), default=None)
+        if stopped is not None and resumed <= sent["t"] <= stopped:
             return span
     return None
 

@@ -3,7 +3,8 @@
 Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
 
     schedule     seed, estate, duration_s                                the first line: how to replay the run
-    send         client, group, id, outcome (accepted | rejected | uncertain), datacentre (its broker's); a
+    send         client, group, id, outcome (accepted | rejected | uncertain), datacentre and broker (that
+                 acknowledged it, or was sent it); a
                  message every datacentre consumes a copy of (messages_only) is one send per copy,
                  ``id@datacentre``, as are its deliveries
     delivery     client, group, datacentre, id                           a consumer accepted the message
@@ -16,6 +17,8 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
                                                                          do not answer, and all of them
     backlog      datacentre, events                                      the active datacentre's replication backlog
                                                                          (mirror and bridge queues, all links)
+    lock_lost    broker, stopped_at                                     a pair's broker stopped itself after it
+                                                                         lost its lock (its log's stop, Unix s)
     measurement  name, scope, value                                      what the product reported: the RPO/RTO
                                                                          job's figures for an abrupt failover's
                                                                          drill ledger (failover, its id), each
@@ -36,7 +39,8 @@ import threading
 import time
 from typing import Iterable
 
-KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "brokers", "backlog", "measurement")
+KINDS = ("schedule", "send", "delivery", "fault", "operation", "activity", "brokers", "backlog", "lock_lost",
+         "measurement")
 PHASES = ("start", "end")
 OUTCOMES = ("done", "refused", "failed", "interrupted")
 

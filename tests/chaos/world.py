@@ -7,6 +7,7 @@ nothing failed over), the runner skips it and says so in its log; the history ho
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -48,6 +49,15 @@ SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
 # and stops itself (the lock manager told it, or its activation sequence could not be raised).
 STARTED, STOPPED = "AMQ221001", "AMQ221002"
 LOCK_LOST = ("Quorum UNAVAILABLE", "on attempted activation sequence increment")
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def logged_at(line: str) -> float | None:
+    """The Unix time a broker's log line was written (the broker logs the host's local time), None if unstamped."""
+    stamp = LOG_TIME.match(line)
+    return None if stamp is None else datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 # What the broker role says of a mirror connection it keeps, routing nothing, until its queue is empty.
 RETIRED_CONNECTION = re.compile(r"(\S+) \((\d+) events\)")
 
@@ -199,7 +209,7 @@ class World:
                         continue
                 if self.estate.broker_pids(node):
                     continue
-                ending = self._ending(node.name)
+                ending, last_line = self._ending(node.name)
                 if ending not in ("crashed", "lock_lost"):
                     continue
                 with self.lock:
@@ -213,6 +223,7 @@ class World:
                     if ending == "crashed":
                         self.finding(f"{node.name} ended by itself: {last_words}")
                     else:
+                        self.writer.write("lock_lost", broker=node.name, stopped_at=logged_at(last_line))
                         self.log(f"{node.name} stopped itself after losing its lock, started again: {last_words}")
 
     def _log_lines(self, node: str, pattern: str) -> list[str]:
@@ -220,19 +231,19 @@ class World:
                             "| tail -n 20 || true", check=False)
         return done.stdout.splitlines()
 
-    def _ending(self, node: str) -> str | None:
+    def _ending(self, node: str) -> tuple[str | None, str]:
         """How the broker's last run ended, from its log: ``crashed`` (no clean stop, AMQ221002, after its last start,
         AMQ221001), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
-        operation's restart), None (never started)."""
+        operation's restart), None (never started); and the last of those lines."""
         lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST))
         since_start = next((lines[index:] for index in range(len(lines) - 1, -1, -1) if STARTED in lines[index]), [])
         if not since_start:
-            return None
+            return None, ""
         if STOPPED not in since_start[-1]:
-            return "crashed"
+            return "crashed", since_start[-1]
         if len(since_start) > 1 and any(marker in since_start[-2] for marker in LOCK_LOST):
-            return "lock_lost"
-        return "stopped"
+            return "lock_lost", since_start[-1]
+        return "stopped", since_start[-1]
 
     def _last_words(self, node: str) -> str:
         lines = self._log_lines(node, " ERROR | FATAL |AMQ224079|OutOfMemory")

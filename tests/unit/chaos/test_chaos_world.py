@@ -71,8 +71,9 @@ def _supervised(pids_seen, log=CRASHED):
     supervisor.faulted, supervisor.down_datacentres, supervisor.findings, supervisor.started = set(), set(), [], []
     supervisor._log_lines = lambda _name, _pattern: list(log)
     supervisor._last_words = lambda _name: "AMQ224056: Primary server will not fail-back automatically"
-    supervisor.logged = []
+    supervisor.logged, supervisor.written = [], []
     supervisor.log = supervisor.logged.append
+    supervisor.writer = types.SimpleNamespace(write=lambda kind, **fields: supervisor.written.append((kind, fields)))
     supervisor.testbed = lambda *args, **_kwargs: supervisor.started.append(args)
     return supervisor
 
@@ -100,6 +101,9 @@ def test_a_primary_that_stopped_itself_after_losing_its_lock_is_started_again_as
     assert supervisor.findings == []
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
     assert any("stopped itself after losing its lock" in line for line in supervisor.logged)
+    # When it stopped, for the checker: what it acknowledged until then, it lost.
+    stopped_at = world.datetime.datetime(2026, 12, 2, 19, 52, 11, 300000).timestamp()
+    assert supervisor.written == [("lock_lost", {"broker": "dc2-node1", "stopped_at": stopped_at})]
 
 
 @pytest.mark.parametrize("log", [[START, STOP], [START, LOCK_LOST, STOP, START, STOP], []])
