@@ -17,8 +17,8 @@ Every event has ``t`` (Unix seconds, the controller's clock) and ``kind``:
                                                                          do not answer, and all of them
     backlog      datacentre, events                                      the active datacentre's replication backlog
                                                                          (mirror and bridge queues, all links)
-    lock_lost    broker, stopped_at                                     a pair's broker stopped itself after it
-                                                                         lost its lock (its log's stop, Unix s)
+    lock_lost    broker, lost_at, stopped_at                            a pair's broker stopped itself after it
+                                                                         lost its lock (its log's times, Unix s)
     measurement  name, scope, value                                      what the product reported: the RPO/RTO
                                                                          job's figures for an abrupt failover's
                                                                          drill ledger (failover, its id), each

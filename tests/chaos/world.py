@@ -209,7 +209,7 @@ class World:
                         continue
                 if self.estate.broker_pids(node):
                     continue
-                ending, last_line = self._ending(node.name)
+                ending, last_lines = self._ending(node.name)
                 if ending not in ("crashed", "lock_lost"):
                     continue
                 with self.lock:
@@ -223,7 +223,8 @@ class World:
                     if ending == "crashed":
                         self.finding(f"{node.name} ended by itself: {last_words}")
                     else:
-                        self.writer.write("lock_lost", broker=node.name, stopped_at=logged_at(last_line))
+                        self.writer.write("lock_lost", broker=node.name, lost_at=logged_at(last_lines[0]),
+                                          stopped_at=logged_at(last_lines[-1]))
                         self.log(f"{node.name} stopped itself after losing its lock, started again: {last_words}")
 
     def _log_lines(self, node: str, pattern: str) -> list[str]:
@@ -231,19 +232,19 @@ class World:
                             "| tail -n 20 || true", check=False)
         return done.stdout.splitlines()
 
-    def _ending(self, node: str) -> tuple[str | None, str]:
+    def _ending(self, node: str) -> tuple[str | None, list[str]]:
         """How the broker's last run ended, from its log: ``crashed`` (no clean stop, AMQ221002, after its last start,
         AMQ221001), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
-        operation's restart), None (never started); and the last of those lines."""
+        operation's restart), None (never started); and the lines that say so (the lost lock's and the stop's)."""
         lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST))
         since_start = next((lines[index:] for index in range(len(lines) - 1, -1, -1) if STARTED in lines[index]), [])
         if not since_start:
-            return None, ""
+            return None, []
         if STOPPED not in since_start[-1]:
-            return "crashed", since_start[-1]
+            return "crashed", since_start[-1:]
         if len(since_start) > 1 and any(marker in since_start[-2] for marker in LOCK_LOST):
-            return "lock_lost", since_start[-1]
-        return "stopped", since_start[-1]
+            return "lock_lost", since_start[-2:]
+        return "stopped", since_start[-1:]
 
     def _last_words(self, node: str) -> str:
         lines = self._log_lines(node, " ERROR | FATAL |AMQ224079|OutOfMemory")

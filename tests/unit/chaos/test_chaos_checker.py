@@ -72,14 +72,16 @@ def test_a_lost_message_is_caught_with_the_schedule_around_it_and_how_to_replay(
     assert _broken(events) == ["no_loss"]
 
 
-def _stalled(stopped_for, lock_session_s=6.0, acknowledged_by="dc1-node1", after_resume=1.0, stopped_after=20.0):
-    """A stop fault on dc1-node1 from 200; the broker stopped itself ``stopped_after`` s after it resumed for the lost
-    lock; a message acknowledged ``after_resume`` s after it resumed, lost."""
+def _stalled(stopped_for, lock_session_s=6.0, acknowledged_by="dc1-node1", after_resume=1.0, stopped_after=20.0,
+             lost_after=1.0):
+    """A stop fault on dc1-node1 from 200; the broker found its lock lost ``lost_after`` s after it resumed and
+    stopped itself ``stopped_after`` s after; a message acknowledged ``after_resume`` s after it resumed, lost."""
     events = _clean() + _fault(200, 200 + stopped_for, "stop", "f7", broker="dc1-node1", datacentre="dc1",
                                lock_session_s=lock_session_s)
     if stopped_after is not None:
-        events.append({"kind": "lock_lost", "t": 260, "broker": "dc1-node1", "stopped_at": 200 + stopped_for +
-                       stopped_after})
+        resumed = 200 + stopped_for
+        events.append({"kind": "lock_lost", "t": 260, "broker": "dc1-node1", "lost_at": resumed + lost_after,
+                       "stopped_at": resumed + stopped_after})
     return events + [dict(_send(200 + stopped_for + after_resume, "s1"), broker=acknowledged_by)]
 
 
@@ -89,7 +91,9 @@ def test_what_a_primary_stalled_past_its_lock_acknowledged_until_it_stopped_is_l
     assert verdict["holds"] and verdict["counted"]["lost_to_stalled_primaries"] == {"f7": 1}
     for events in (_stalled(stopped_for=10, acknowledged_by="dc1-node2"), _stalled(stopped_for=10, after_resume=21),
                    _stalled(stopped_for=10, after_resume=-1), _stalled(stopped_for=4),
-                   _stalled(stopped_for=10, lock_session_s=None), _stalled(stopped_for=10, stopped_after=None)):
+                   _stalled(stopped_for=10, lock_session_s=None), _stalled(stopped_for=10, stopped_after=None),
+                   # a lock lost minutes after this stop ended (2 x 2 seed 10: stop-21, then stop-26 lost it)
+                   _stalled(stopped_for=10, lost_after=150, stopped_after=170)):
         verdict = _verdicts(events)["no_loss"]
         assert [item["id"] for item in verdict["broken"]] == ["s1"], verdict
 

@@ -102,8 +102,10 @@ def test_a_primary_that_stopped_itself_after_losing_its_lock_is_started_again_as
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
     assert any("stopped itself after losing its lock" in line for line in supervisor.logged)
     # When it stopped, for the checker: what it acknowledged until then, it lost.
-    stopped_at = world.datetime.datetime(2026, 12, 2, 19, 52, 11, 300000).timestamp()
-    assert supervisor.written == [("lock_lost", {"broker": "dc2-node1", "stopped_at": stopped_at})]
+    lost_at = world.datetime.datetime(2026, 12, 2, 19, 52, 10, 800000 if log[1] == SEQUENCE_NOT_RAISED else 900000)
+    stopped_at = world.datetime.datetime(2026, 12, 2, 19, 52, 11, 300000)
+    assert supervisor.written == [("lock_lost", {"broker": "dc2-node1", "lost_at": lost_at.timestamp(),
+                                                 "stopped_at": stopped_at.timestamp()})]
 
 
 @pytest.mark.parametrize("log", [[START, STOP], [START, LOCK_LOST, STOP, START, STOP], []])
