@@ -24,6 +24,9 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
     single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
     pair_takes_over         a pair that could have a live broker (a backup in sync answers, or both brokers answer)
                             is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
+    brokers_come_back       a broker does not answer for longer than COME_BACK_BOUND_SECONDS beyond what took it
+                            down: a fault on it, an operation, an interrupted operation until its last rerun ends,
+                            an abrupt failover of its datacentre until the failback after it ends
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were (judged where that was known when it began); one the run interrupted
                             is resumed by the next, which ends done
@@ -57,6 +60,9 @@ HOLD_CHECK_SECONDS = 10.0
 HOLD_RELEASE_SECONDS = 25.0
 # A pair's failure detection (replication_ha_failure_detection_ms, 10 s) and its lock's takeover, with room.
 TAKEOVER_BOUND_SECONDS = 30.0
+# A broker's start after what took it down ended (the supervisor's or systemd's 5 s, a start under load, a backup's
+# first answer), with room.
+COME_BACK_BOUND_SECONDS = 90.0
 EXCERPT_SECONDS = 60.0
 MAX_ITEMS = 20
 
@@ -410,6 +416,54 @@ def pair_takes_over(run: Run) -> dict:
     return _verdict(run, "pair_takes_over", broken, {"longest_s": round(longest, 1)})
 
 
+def _taken_down(run: Run, broker: str, datacentre: str) -> list[tuple[float, float]]:
+    """The times something the run did may keep ``broker`` from answering (see brokers_come_back)."""
+    spans = [_span_times(span, run.last) for span in run.operations.values()]
+    spans += [_span_times(span, run.last) for span in run.faults.values()
+              if (span["start"] or span["end"]).get("args", {}).get("broker") == broker]
+    for span in run.operations.values():
+        if span["end"] and span["end"].get("outcome") == "interrupted":
+            start = _span_times(span, run.last)[0]
+            reruns = [_span_times(other, run.last)[1] for other in run.operations.values() if other["start"]
+                      and other["start"].get("args", {}).get("resumes") == span["id"]]
+            spans.append((start, max(reruns, default=run.last)))
+    for span in abrupt_failovers(run):
+        if span["start"]["args"].get("failover_source") == datacentre:
+            start = span["start"]["t"]
+            failbacks = [_span_times(other, run.last)[1] for other in run.operations.values()
+                         if other["name"] == "failback" and other["start"] and other["start"]["t"] > start]
+            spans.append((start, min(failbacks, default=run.last)))
+    return spans
+
+
+def brokers_come_back(run: Run) -> dict:
+    """A broker that stopped answering answers again soon after what took it down ended: one that stays down
+    leaves its pair without a backup (2 x 2 seed 10 at 84a8470) or its datacentre dark."""
+    silences = defaultdict(list)  # broker: [(from, to), ...]
+    silent_since, datacentre_of = {}, {}
+    for sample in (event for event in run.events if event["kind"] == "brokers"):
+        silent = set(sample.get("silent") or [])
+        for broker in sample.get("brokers") or []:
+            datacentre_of[broker] = sample["datacentre"]
+            if broker in silent:
+                silent_since.setdefault(broker, sample["t"])
+            elif broker in silent_since:
+                silences[broker].append((silent_since.pop(broker), sample["t"]))
+    for broker, since in silent_since.items():
+        silences[broker].append((since, run.last))
+    broken, longest = [], 0.0
+    for broker, stretches in sorted(silences.items()):
+        excused = _taken_down(run, broker, datacentre_of[broker])
+        for start, end in stretches:
+            uncovered = (end - start) - _covered(start, end, excused)
+            longest = max(longest, uncovered)
+            if uncovered > COME_BACK_BOUND_SECONDS:
+                broken.append({"t": start, "broker": broker, "why": f"did not answer for {end - start:.1f} s, "
+                               f"{uncovered:.1f} s of it after what took it down"})
+    return _verdict(run, "brokers_come_back", broken, {"brokers": len(datacentre_of),
+                                                       "longest_unexcused_s": round(longest, 1)})
+
+
 def _active_at(run: Run, t: float, before: bool, until: float | None = None) -> dict[str, list[str]]:
     """Per group, where it was active in the last sample before ``t``, left out while that sample did not know (a
     datacentre did not answer); or in the first known sample after it, left out when none came before ``until``."""
@@ -500,7 +554,7 @@ def measurement_agrees(run: Run) -> dict:
 
 
 INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_live_broker, pair_takes_over,
-              operations_end_cleanly, measurement_agrees)
+              brokers_come_back, operations_end_cleanly, measurement_agrees)
 
 
 def check(events: list[dict]) -> list[dict]:

@@ -47,7 +47,8 @@ SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
 
 # What a broker logs when it has started, when it has stopped cleanly, and when a pair's live broker has lost its lock
 # and stops itself (the lock manager told it, or its activation sequence could not be raised).
-STARTED, STOPPED = "AMQ221001", "AMQ221002"
+# A broker logs AMQ221000 as its process starts, as a primary or a backup; AMQ221001 (started) only as a primary.
+STARTED, STOPPED = "AMQ221000", "AMQ221002"
 LOCK_LOST = ("Quorum UNAVAILABLE", "on attempted activation sequence increment")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
@@ -234,7 +235,7 @@ class World:
 
     def _ending(self, node: str) -> tuple[str | None, list[str]]:
         """How the broker's last run ended, from its log: ``crashed`` (no clean stop, AMQ221002, after its last start,
-        AMQ221001), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
+        AMQ221000), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
         operation's restart), None (never started); and the lines that say so (the lost lock's and the stop's)."""
         lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST))
         since_start = next((lines[index:] for index in range(len(lines) - 1, -1, -1) if STARTED in lines[index]), [])

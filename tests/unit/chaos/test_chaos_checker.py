@@ -262,6 +262,49 @@ def test_a_pair_whose_brokers_all_answer_as_backups_is_caught():
     assert not verdict["holds"] and verdict["broken"][0]["why"].startswith("no live broker for ")
 
 
+def _silent_dc1_node2(since, answers_at):
+    """dc1-node2 does not answer from ``since`` until ``answers_at`` (None: never again), its peer live."""
+    pair = {"kind": "brokers", "datacentre": "dc1", "brokers": ["dc1-node1", "dc1-node2"], "in_sync": []}
+    events = [dict(pair, t=since - 1, live=["dc1-node2"], silent=[]),
+              dict(pair, t=since, live=["dc1-node1"], silent=["dc1-node2"])]
+    if answers_at is not None:
+        events.append(dict(pair, t=answers_at, live=["dc1-node1"], in_sync=["dc1-node2"], silent=[]))
+    return events + [_activity(600, "dc1")]
+
+
+def test_a_broker_that_stays_down_after_what_took_it_down_is_caught():
+    """The regression primary-stalled-past-its-lock at 3a9de63: dc1-node2, a backup become live, stopped itself for
+    its lost lock after a SIGSTOP; the test bed's supervisor looked for a primary's start line, found none and left
+    it down until the run's end. Nothing else noticed: its peer was live and took over."""
+    stop = _fault(200, 220, "stop", "stop-2", broker="dc1-node2", datacentre="dc1")
+    left_down = _clean() + stop + _silent_dc1_node2(201, None)
+    verdict = _verdicts(left_down)["brokers_come_back"]
+    assert not verdict["holds"] and verdict["broken"][0]["broker"] == "dc1-node2"
+    assert verdict["broken"][0]["why"] == "did not answer for 399.0 s, 380.0 s of it after what took it down"
+    assert [event["id"] for event in verdict["excerpt"]] == ["stop-2", "stop-2"]
+    started_again = _clean() + stop + _silent_dc1_node2(201, 220 + checker.COME_BACK_BOUND_SECONDS - 1)
+    assert _broken(started_again) == []
+    # Another broker's fault does not excuse it.
+    other = _fault(200, 220, "stop", "stop-2", broker="dc1-node1", datacentre="dc1")
+    assert _broken(_clean() + other + _silent_dc1_node2(201, 320)) == ["brokers_come_back"]
+
+
+@pytest.mark.parametrize("taken_down_by", [
+    _operation(150, 400, "rolling_change", "o2"),
+    _operation(150, 160, "rolling_change", "o2", outcome="interrupted", message="SIGKILL after 10 s")
+    + _operation(200, 250, "rolling_change", "o3", outcome="refused", message="Refused, nothing changed: a fault",
+                 resumes="o2") + _operation(300, 400, "rolling_change", "o4", resumes="o2"),
+    _operation(150, 170, "failover", "o2", abrupt=True, failover_source="dc1")
+    + _operation(380, 400, "failback", "o3"),
+])
+def test_an_operation_an_interrupted_one_until_its_last_rerun_or_a_failover_until_the_failback_excuse_it(
+        taken_down_by):
+    events = _clean() + taken_down_by + _silent_dc1_node2(155, 400 + checker.COME_BACK_BOUND_SECONDS - 1)
+    assert _verdicts(events)["brokers_come_back"]["holds"]
+    events = _clean() + taken_down_by + _silent_dc1_node2(155, 400 + checker.COME_BACK_BOUND_SECONDS + 10)
+    assert not _verdicts(events)["brokers_come_back"]["holds"]
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
@@ -278,7 +321,7 @@ def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolera
 
 
 def _returning_dc2(live_at, in_sync_before=False):
-    """dc2's pair powered off (silent), then dc2-node1 live at ``live_at``; with ``in_sync_before`` dc2-node1 was
+    """dc2's pair powered off (silent), then dc2-node1 live at ``live_at`` and dc2-node2 its backup 10 s later; with ``in_sync_before`` dc2-node1 was
     instead the backup in sync of a live dc2-node2 that went silent (a takeover, not a cold start)."""
     pair = {"kind": "brokers", "datacentre": "dc2", "brokers": ["dc2-node1", "dc2-node2"]}
     if in_sync_before:
@@ -287,6 +330,7 @@ def _returning_dc2(live_at, in_sync_before=False):
     else:
         before = [dict(pair, t=150, live=[], in_sync=[], silent=["dc2-node1", "dc2-node2"])]
     return before + [dict(pair, t=live_at, live=["dc2-node1"], in_sync=[], silent=["dc2-node2"]),
+                     dict(pair, t=live_at + 10, live=["dc2-node1"], in_sync=["dc2-node2"], silent=[]),
                      {"kind": "brokers", "t": 150, "datacentre": "dc1", "brokers": ["dc1-node1"], "live": ["dc1-node1"],
                       "in_sync": [], "silent": []}]
 

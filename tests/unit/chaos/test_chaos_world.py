@@ -49,7 +49,8 @@ class _Stopping:
         return self.rounds > 1
 
 
-START = "2026-12-02 19:40:01,100 INFO  [org.apache.activemq.artemis.core.server] AMQ221001: Apache ActiveMQ Artemis ..."
+START = ("2026-12-02 19:40:01,100 INFO  [org.apache.activemq.artemis.core.server] AMQ221000: Primary message broker is "
+         "starting with configuration ...")
 STOP = "2026-12-02 19:52:11,300 INFO  [org.apache.activemq.artemis.core.server] AMQ221002: Apache ActiveMQ Artemis ..."
 LOCK_LOST = ("2026-12-02 19:52:10,900 ERROR [org.apache.activemq.artemis.core.server.impl.ReplicationPrimaryActivation]"
              " Quorum UNAVAILABLE: async stopping broker.")
@@ -96,6 +97,8 @@ def test_a_broker_that_ended_by_itself_is_started_again_and_named():
 @pytest.mark.parametrize("log", [LOST_ITS_LOCK, (START, SEQUENCE_NOT_RAISED, STOP)])
 def test_a_primary_that_stopped_itself_after_losing_its_lock_is_started_again_as_restart_always_would(log):
     # 2 x 2 seed 10 at 84a8470: a primary stalled past its ZooKeeper session stopped itself (exit 0) and stayed down.
+    # The regression primary-stalled-past-its-lock at 3a9de63: one that had started as a backup (it logs AMQ221000,
+    # starting, never AMQ221001, started) was not recognised and stayed down too.
     supervisor = _supervised([[], []], log=log)
     supervisor.supervise()
     assert supervisor.findings == []
