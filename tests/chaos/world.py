@@ -45,11 +45,14 @@ RESUME_ATTEMPTS, RESUME_PAUSE_S = 3, 30
 SETTLE_ATTEMPTS, SETTLE_PAUSE_S = 10, 3
 
 
-# What a broker logs when it has started, when it has stopped cleanly, and when a pair's live broker has lost its lock
-# and stops itself (the lock manager told it, or its activation sequence could not be raised).
+# What a broker logs when it has started, when it has stopped cleanly, when a pair's live broker has lost its lock
+# and stops itself (the lock manager told it, or its activation sequence could not be raised), and when a backup
+# stops itself because the live broker it announced itself to went away (ReplicationBackupActivation).
 # A broker logs AMQ221000 as its process starts, as a primary or a backup; AMQ221001 (started) only as a primary.
+# A broker stopping for a lost lock may end before its clean stop's line (2 x 2 seed 9: a bridge's stop timed out).
 STARTED, STOPPED = "AMQ221000", "AMQ221002"
 LOCK_LOST = ("Quorum UNAVAILABLE", "on attempted activation sequence increment")
+BACKUP_GAVE_UP = ("Stopping broker because of critical registration error",)
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
 
@@ -201,8 +204,9 @@ class World:
     def supervise(self) -> None:
         """What the broker's systemd unit does on a host (Restart=always), for the test bed's plain nodes: a broker
         that ended by itself (not stopped by an operation, nor by one of the run's faults) is started again after
-        5 s. One that crashed is a finding; one that stopped itself after losing its pair's lock is only logged (a
-        primary stalled longer than its ZooKeeper session, docs/limitations.md)."""
+        5 s. One that crashed is a finding; one that stopped itself after losing its pair's lock (a primary stalled
+        longer than its ZooKeeper session, docs/limitations.md), or a backup that gave up as its live broker went
+        away, is only logged."""
         while not self.stopping.wait(5):
             for node in self.estate.nodes:
                 with self.lock:
@@ -210,8 +214,9 @@ class World:
                         continue
                 if self.estate.broker_pids(node):
                     continue
+                found_ended = time.time()
                 ending, last_lines = self._ending(node.name)
-                if ending not in ("crashed", "lock_lost"):
+                if ending not in ("crashed", "lock_lost", "backup_gave_up"):
                     continue
                 with self.lock:
                     if node.name in self.faulted or node.dc in self.down_datacentres:
@@ -223,9 +228,14 @@ class World:
                         continue
                     if ending == "crashed":
                         self.finding(f"{node.name} ended by itself: {last_words}")
+                    elif ending == "backup_gave_up":
+                        self.log(f"{node.name} stopped itself as a backup whose live broker went away, started "
+                                 f"again: {last_words}")
                     else:
+                        # Without its clean stop's line, it had stopped by the time it was found without a JVM.
+                        stopped_at = logged_at(last_lines[-1]) if len(last_lines) > 1 else found_ended
                         self.writer.write("lock_lost", broker=node.name, lost_at=logged_at(last_lines[0]),
-                                          stopped_at=logged_at(last_lines[-1]))
+                                          stopped_at=stopped_at)
                         self.log(f"{node.name} stopped itself after losing its lock, started again: {last_words}")
 
     def _log_lines(self, node: str, pattern: str) -> list[str]:
@@ -234,18 +244,23 @@ class World:
         return done.stdout.splitlines()
 
     def _ending(self, node: str) -> tuple[str | None, list[str]]:
-        """How the broker's last run ended, from its log: ``crashed`` (no clean stop, AMQ221002, after its last start,
-        AMQ221000), ``lock_lost`` (its clean stop came right after it lost its lock), ``stopped`` (by someone: an
-        operation's restart), None (never started); and the lines that say so (the lost lock's and the stop's)."""
-        lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST))
+        """How the broker's last run ended, from its log: ``lock_lost`` (it lost its lock after its last start,
+        AMQ221000, whether or not its stop got as far as its clean line, AMQ221002), ``crashed`` (no clean stop
+        otherwise), ``backup_gave_up`` (its clean stop came right after a backup's give-up), ``stopped`` (by someone:
+        an operation's restart), None (never started); and the lines that say so (the lost lock's and the stop's)."""
+        lines = self._log_lines(node, "|".join((STARTED, STOPPED) + LOCK_LOST + BACKUP_GAVE_UP))
         since_start = next((lines[index:] for index in range(len(lines) - 1, -1, -1) if STARTED in lines[index]), [])
         if not since_start:
             return None, []
-        if STOPPED not in since_start[-1]:
+        stop = since_start[-1:] if STOPPED in since_start[-1] else []
+        lost = next((line for line in since_start if any(marker in line for marker in LOCK_LOST)), None)
+        if lost is not None:
+            return "lock_lost", [lost] + stop
+        if not stop:
             return "crashed", since_start[-1:]
-        if len(since_start) > 1 and any(marker in since_start[-2] for marker in LOCK_LOST):
-            return "lock_lost", since_start[-2:]
-        return "stopped", since_start[-1:]
+        if len(since_start) > 1 and any(marker in since_start[-2] for marker in BACKUP_GAVE_UP):
+            return "backup_gave_up", since_start[-2:]
+        return "stopped", stop
 
     def _last_words(self, node: str) -> str:
         lines = self._log_lines(node, " ERROR | FATAL |AMQ224079|OutOfMemory")
