@@ -48,6 +48,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
 import javax.security.auth.Subject;
@@ -123,6 +124,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private volatile boolean sharedStoreBackup;
    private ScheduledExecutorService watch;
    private ActiveMQServer server;
+   private final AtomicInteger checks = new AtomicInteger();
 
    @Override
    public void init(Map<String, String> properties) {
@@ -187,38 +189,43 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          return thread;
       });
       watch.scheduleWithFixedDelay(this::watchReplica, 250, 250, TimeUnit.MILLISECONDS);
-      server.registerActivateCallback(new ActivateCallback() {
-         @Override
-         public void preActivate() {
-            sharedStoreBackup = server.getHAPolicy() != null && server.getHAPolicy().isBackup()
-               && server.getHAPolicy().isSharedStore();
-         }
-
-         @Override
-         public void activated() {
-            check();
-         }
-
-         @Override
-         public void activationComplete() {
-            persist();
-            if (unheard) {
-               startRechecks();
-            }
-         }
-
-         @Override
-         public void deActivate() {
-            stopRechecks();
-            synchronized (held) {
-               held.clear();
-            }
-         }
-      });
+      // Artemis registers the plugins again each time the broker starts in its JVM (a primary that goes on as a
+      // backup) and keeps the callbacks it was given: one callback, or each activation would check once more.
+      server.registerActivateCallback(onActivation);
    }
+
+   private final ActivateCallback onActivation = new ActivateCallback() {
+      @Override
+      public void preActivate() {
+         sharedStoreBackup = server.getHAPolicy() != null && server.getHAPolicy().isBackup()
+            && server.getHAPolicy().isSharedStore();
+      }
+
+      @Override
+      public void activated() {
+         check();
+      }
+
+      @Override
+      public void activationComplete() {
+         persist();
+         if (unheard) {
+            startRechecks();
+         }
+      }
+
+      @Override
+      public void deActivate() {
+         stopRechecks();
+         synchronized (held) {
+            held.clear();
+         }
+      }
+   };
 
    @Override
    public void unregistered(ActiveMQServer server) {
+      server.unregisterActivateCallback(onActivation);
       stopRechecks();
       if (watch != null) {
          watch.shutdownNow();
@@ -257,7 +264,13 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       }
    }
 
+   /** How many activation checks this broker has run since it was created. */
+   int checks() {
+      return checks.get();
+   }
+
    private void check() {
+      checks.incrementAndGet();
       boolean tookOver = syncedAsBackup || sharedStoreBackup;
       syncedAsBackup = false;
       List<Activation> kept = kept();

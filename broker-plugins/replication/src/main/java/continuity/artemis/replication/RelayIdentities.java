@@ -66,6 +66,10 @@ public class RelayIdentities implements ActiveMQServerPlugin {
    public void registered(ActiveMQServer server) {
       this.server = server;
       file = server.getConfiguration().getJournalLocation().toPath().toAbsolutePath().getParent().resolve(FILE);
+      // Registered again each time the broker starts in its JVM: one watch.
+      if (watch != null) {
+         watch.shutdownNow();
+      }
       watch = Executors.newSingleThreadScheduledExecutor(runnable -> {
          Thread thread = new Thread(runnable, "continuity-relay-identities");
          thread.setDaemon(true);
