@@ -171,11 +171,15 @@ def build_bed(estate_name: str, directory: str, lock_manager: bool = True,
 
 
 def keep_broker_logs(estate: Estate, directory: str) -> None:
-    """Every broker's log, gzipped, into the run's directory (logs/NODE.log.gz): the evidence of what a run found."""
+    """Every broker's log, with its files rolled over, gzipped, into the run's directory (logs/NODE.log.gz): the
+    evidence of what a run found."""
     os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
     for node in estate.nodes:
         try:
-            text = estate.exec(node.name, "cat", f"/var/opt/artemis/{node.name}/log/artemis.log")
+            # The files rolled over (at midnight) first, then the day's.
+            log = f"/var/opt/artemis/{node.name}/log/artemis.log"
+            text = estate.exec(node.name, "sh", "-c", f"for file in $(ls -tr {log}.* 2>/dev/null) {log}; do "
+                               f"zcat -f \"$file\"; done")
         except subprocess.CalledProcessError as exc:
             text = f"(no log: {exc.stderr.strip()})\n"
         with gzip.open(os.path.join(directory, "logs", f"{node.name}.log.gz"), "wt") as handle:
