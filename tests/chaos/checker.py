@@ -25,8 +25,9 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
     pair_takes_over         a pair that could have a live broker (a backup in sync answers, or both brokers answer)
                             is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
     brokers_come_back       a broker does not answer for longer than COME_BACK_BOUND_SECONDS beyond what took it
-                            down: a fault on it, an operation, an interrupted operation until its last rerun ends,
-                            an abrupt failover of its datacentre until the failback after it ends
+                            down: a fault on it, an operation that restarts brokers (RESTARTING_OPERATIONS) or a
+                            failover of its datacentre, such an operation interrupted until its last rerun ends, an
+                            abrupt failover of its datacentre until the failback after it ends
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were (judged where that was known when it began); one the run interrupted
                             is resumed by the next, which ends done
@@ -63,6 +64,7 @@ TAKEOVER_BOUND_SECONDS = 30.0
 # A broker's start after what took it down ended (the supervisor's or systemd's 5 s, a start under load, a backup's
 # first answer), with room.
 COME_BACK_BOUND_SECONDS = 90.0
+RESTARTING_OPERATIONS = ("rolling_change", "upgrade")
 EXCERPT_SECONDS = 60.0
 MAX_ITEMS = 20
 
@@ -416,12 +418,22 @@ def pair_takes_over(run: Run) -> dict:
     return _verdict(run, "pair_takes_over", broken, {"longest_s": round(longest, 1)})
 
 
+def _takes_down(span: dict, datacentre: str) -> bool:
+    """Whether an operation stops brokers of ``datacentre``: a restart-level change or an upgrade restarts every
+    broker in turn, a failover powers its source's hosts off (and on again when it does not end done). A swapover,
+    a reconcile or a drill restarts none."""
+    args = (span["start"] or span["end"]).get("args", {})
+    return span["name"] in RESTARTING_OPERATIONS or (
+        span["name"] == "failover" and args.get("failover_source") == datacentre)
+
+
 def _taken_down(run: Run, broker: str, datacentre: str) -> list[tuple[float, float]]:
     """The times something the run did may keep ``broker`` from answering (see brokers_come_back)."""
-    spans = [_span_times(span, run.last) for span in run.operations.values()]
+    operations = [span for span in run.operations.values() if _takes_down(span, datacentre)]
+    spans = [_span_times(span, run.last) for span in operations]
     spans += [_span_times(span, run.last) for span in run.faults.values()
               if (span["start"] or span["end"]).get("args", {}).get("broker") == broker]
-    for span in run.operations.values():
+    for span in operations:
         if span["end"] and span["end"].get("outcome") == "interrupted":
             start = _span_times(span, run.last)[0]
             reruns = [_span_times(other, run.last)[1] for other in run.operations.values() if other["start"]

@@ -305,6 +305,27 @@ def test_an_operation_an_interrupted_one_until_its_last_rerun_or_a_failover_unti
     assert not _verdicts(events)["brokers_come_back"]["holds"]
 
 
+@pytest.mark.parametrize("not_taken_down_by", [
+    _operation(150, 400, "swapover", "o2"),
+    _operation(150, 400, "reconcile", "o2"),
+    _operation(150, 400, "drill", "o2"),
+    _operation(150, 400, "failover", "o2", outcome="refused", message="Refused, nothing changed: a fault",
+               failover_source="dc2"),
+    _operation(150, 160, "swapover", "o2", outcome="interrupted", message="SIGINT after 10 s")
+    + _operation(300, 400, "swapover", "o3", resumes="o2"),
+])
+def test_an_operation_that_restarts_no_broker_of_its_datacentre_does_not_excuse_it(not_taken_down_by):
+    """2 x 2 seed 9's fourth run: a broker left down 12 minutes was excused by the swapovers in that time, which
+    restart no broker."""
+    events = _clean() + not_taken_down_by + _silent_dc1_node2(155, 155 + checker.COME_BACK_BOUND_SECONDS + 10)
+    verdict = _verdicts(events)["brokers_come_back"]
+    assert not verdict["holds"] and verdict["broken"][0]["broker"] == "dc1-node2"
+    refused_at_its_own = _operation(150, 400, "failover", "o2", outcome="refused",
+                                    message="Refused, nothing changed: a fault", failover_source="dc1")
+    events = _clean() + refused_at_its_own + _silent_dc1_node2(155, 400 + checker.COME_BACK_BOUND_SECONDS - 1)
+    assert _verdicts(events)["brokers_come_back"]["holds"]
+
+
 def test_a_group_active_nowhere_outside_an_operation_is_caught_beyond_the_tolerance():
     short = _clean() + [_activity(120), _activity(120 + checker.DARK_TOLERANCE_SECONDS - 1, "dc2")]
     assert _broken(short) == []
