@@ -48,8 +48,10 @@ REDELIVERY_GRACE_SECONDS = 120.0
 # A broker resumed after its lock session expired learns it at once from the lock manager (a second in 2 x 2 seed
 # 10's third run): a lock lost later is not that stop's.
 LOCK_NOTICE_SECONDS = 10.0
-# How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ...").
-REFUSAL = "Refused,"
+# How the collection's playbooks begin a refusal ("Refused, nothing changed: ...", "Refused, no broker restarted: ..."),
+# and a swapover that gave the groups back to its source when a phase failed ("Swapover aborted, dc1 is active again
+# and nothing was lost: ..."): both are judged as refusals, which must leave the groups where they were.
+REFUSALS = ("Refused,", "Swapover aborted,")
 
 # An acknowledgement the source sent just before its replication was seen keeping up may still have been on its way.
 IN_STEP_MARGIN_SECONDS = 10.0
@@ -71,7 +73,7 @@ MAX_ITEMS = 20
 
 def says_refused(message: str | None) -> bool:
     """Whether a playbook's failure message (as the runner quotes it) is one of the collection's refusals."""
-    return (message or "").lstrip("'\"").startswith(REFUSAL)
+    return (message or "").lstrip("'\"").startswith(REFUSALS)
 
 
 def _spans(events: list[dict], kind: str) -> dict[str, dict]:
