@@ -12,7 +12,8 @@ around them (the faults and operations in progress or within EXCERPT_SECONDS) an
                             broker of a stop fault longer than its pair's lock session (args.lock_session_s)
                             acknowledged between resuming and stopping itself for a lock it found lost within
                             LOCK_NOTICE_SECONDS of resuming (lock_lost) is counted apart, an Artemis defect
-                            (docs/upstream/stalled-primary-acks-without-lock.md)
+                            (docs/upstream/stalled-primary-acks-without-lock.md); so is a copy for its
+                            datacentre another datacentre accepted from the fault's start until that stop
     no_duplicates           no message is delivered twice, except a redelivery while a fault or operation that cuts
                             consumers off (args.redeliveries) is in progress or up to REDELIVERY_GRACE_SECONDS after,
                             no more than it allows; and after an abrupt failover, until the failback starts, a
@@ -176,20 +177,33 @@ def abrupt_failovers(run: Run) -> list[dict]:
             if span["name"] == "failover" and span["start"] and span["start"].get("args", {}).get("abrupt")]
 
 
+def _copy_for(sent: dict) -> str | None:
+    """The datacentre a messages_only copy is for (history.py: ``id@datacentre``), None for any other message."""
+    return sent["id"].rpartition("@")[2] or None
+
+
 def _stalled_past_the_lock(run: Run, sent: dict) -> dict | None:
     """The stop fault whose broker, stopped longer than its pair's lock session, acknowledged ``sent`` after it
-    resumed and before it stopped itself for the lock it found lost on resuming."""
+    resumed and before it stopped itself for the lock it found lost on resuming: a message its clients sent it, or
+    a copy for its datacentre that another datacentre's broker accepted from the fault's start on and mirrored to
+    it (the mirror sends what it held for the stalled broker when it resumes)."""
     for span in run.faults.values():
         if span["name"] != "stop" or not span["start"] or not span["end"]:
             continue
         args = span["start"].get("args", {})
         session, resumed = args.get("lock_session_s"), span["end"]["t"]
-        if session is None or resumed - span["start"]["t"] <= session or sent.get("broker") != args["broker"]:
+        if session is None or resumed - span["start"]["t"] <= session:
+            continue
+        if sent.get("broker") == args["broker"]:
+            since = resumed
+        elif _copy_for(sent) == args.get("datacentre") != sent.get("datacentre"):
+            since = span["start"]["t"]
+        else:
             continue
         stopped = next((event["stopped_at"] for event in run.locks_lost if event["broker"] == args["broker"]
                         and resumed <= (event.get("lost_at") or 0) <= resumed + LOCK_NOTICE_SECONDS
                         and event.get("stopped_at") is not None), None)
-        if stopped is not None and resumed <= sent["t"] <= stopped:
+        if stopped is not None and since <= sent["t"] <= stopped:
             return span
     return None
 

@@ -272,6 +272,27 @@ def _silent_dc1_node2(since, answers_at):
     return events + [_activity(600, "dc1")]
 
 
+def _copy_mirrored_to_the_stalled(copy_id, at, accepted_by="dc2-node1", accepted_at="dc2"):
+    """_stalled's stop (200 to 210, lock found lost at 211, stopped at 230) and a messages_only copy accepted by
+    another datacentre's broker at ``at``, lost."""
+    events = _stalled(stopped_for=10)[:-1]
+    return events + [dict(_send(at, copy_id), group="inflow", broker=accepted_by, datacentre=accepted_at)]
+
+
+def test_a_copy_mirrored_to_a_primary_stalled_past_its_lock_is_lost_apart_until_it_stopped():
+    """2 x 2 seed 4 at 53be140: dc2-node2, SIGSTOPped 18 s, acknowledged to dc1-node1's mirror the inflow copies for
+    dc2 it had held while stopped, until its stop for the lost lock: 152 lost."""
+    for at in (200.5, 209, 225):
+        verdict = _verdicts(_copy_mirrored_to_the_stalled("s1@dc1", at))["no_loss"]
+        assert verdict["holds"] and verdict["counted"]["lost_to_stalled_primaries"] == {"f7": 1}, at
+    for events in (_copy_mirrored_to_the_stalled("s1@dc1", 199), _copy_mirrored_to_the_stalled("s1@dc1", 231),
+                   _copy_mirrored_to_the_stalled("s1@dc2", 209),
+                   _copy_mirrored_to_the_stalled("s1@dc1", 209, accepted_by="dc1-node2", accepted_at="dc1"),
+                   _copy_mirrored_to_the_stalled("s1", 209)):
+        verdict = _verdicts(events)["no_loss"]
+        assert [item["id"] for item in verdict["broken"]] == [events[-1]["id"]], verdict
+
+
 def test_a_broker_that_stays_down_after_what_took_it_down_is_caught():
     """The regression primary-stalled-past-its-lock at 3a9de63: dc1-node2, a backup become live, stopped itself for
     its lost lock after a SIGSTOP; the test bed's supervisor looked for a primary's start line, found none and left
