@@ -603,6 +603,18 @@ INVARIANTS = (no_loss, no_duplicates, single_active, active_somewhere, single_li
               brokers_come_back, operations_end_cleanly, measurement_agrees)
 
 
+def executed_steps(events: list[dict]) -> dict:
+    """The faults and operations the run carried out (those that started; a planned one the world skipped, or that
+    a long operation before it left no time for, did not) and how many of them overlap another in time."""
+    run = Run(sorted(events, key=lambda event: event["t"]))
+    spans = [_span_times(span, run.last) for kind in (run.faults, run.operations) for span in kind.values()
+             if span["start"]]
+    overlapping = sum(1 for index, (start, end) in enumerate(spans)
+                      if any(other != index and other_start < end and start < other_end
+                             for other, (other_start, other_end) in enumerate(spans)))
+    return {"steps": len(spans), "overlapping": overlapping}
+
+
 def check(events: list[dict]) -> list[dict]:
     """The verdict of every invariant on a history's events."""
     run = Run(sorted(events, key=lambda event: event["t"]))

@@ -284,10 +284,12 @@ def run(seed: int, estate_name: str, duration: float, directory: str, keep_bed: 
         except BaseException:
             keep_broker_logs(estate, directory)  # the bed is kept up too: a run that died is examined
             raise
-    verdicts = checker.check(history.read(history_path))
+    events = history.read(history_path)
+    verdicts = checker.check(events)
     summary = {"name": name, "seed": seed, "estate": estate_name, "duration_s": duration,
                "code": {"at_start": code_at_start, "at_end": code_version()}, "steps": len(steps),
-               "overlapping_steps": schedule.overlapping(steps), "stops_reached_broker": True,
+               "overlapping_steps": schedule.overlapping(steps), "executed": checker.executed_steps(events),
+               "stops_reached_broker": True,
                "workers_crashed": crashed,
                "holds": all(verdict["holds"] for verdict in verdicts) and not crashed,
                "findings": world.findings, "verdicts": verdicts}
@@ -306,9 +308,11 @@ def judge_again(directory: str, why: str) -> dict:
     `first_verdicts`), written where the run wrote them."""
     with open(os.path.join(directory, "verdicts.json")) as handle:
         summary = json.load(handle)
-    verdicts = checker.check(history.read(os.path.join(directory, "history.jsonl")))
+    events = history.read(os.path.join(directory, "history.jsonl"))
+    verdicts = checker.check(events)
     summary.setdefault("first_verdicts", {verdict["invariant"]: verdict["holds"] for verdict in summary["verdicts"]})
-    summary.update(verdicts=verdicts, holds=all(verdict["holds"] for verdict in verdicts)
+    summary.update(verdicts=verdicts, executed=checker.executed_steps(events),
+                   holds=all(verdict["holds"] for verdict in verdicts)
                    and not summary["workers_crashed"], judged_again={"checker": code_version(), "why": why})
     with open(os.path.join(directory, "verdicts.json"), "w") as handle:
         json.dump(summary, handle, indent=1)

@@ -37,9 +37,12 @@ def runs(directory: str = RESULTS) -> list[dict]:
 
 
 def effective_steps(run: dict) -> tuple[int, int]:
-    """(steps, overlapping) of what the run did. Until 2026-12-02 a SIGSTOP never reached a broker (the runner's
-    pkill refused its pattern, unchecked): a run whose file does not say that its stops reached the broker is counted
-    without its schedule's stop steps."""
+    """(steps, overlapping) of what the run did: counted from its history where its file has them (`executed`, since
+    2026-12-04), else from its schedule. Until 2026-12-02 a SIGSTOP never reached a broker (the runner's pkill refused
+    its pattern, unchecked): a run whose file does not say that its stops reached the broker is counted without its
+    schedule's stop steps."""
+    if "executed" in run:
+        return run["executed"]["steps"], run["executed"]["overlapping"]
     if run.get("stops_reached_broker"):
         return run["steps"], run["overlapping_steps"]
     done = [step for step in schedule.plan(run["seed"], run["estate"], run["duration_s"]) if step.name != "stop"]
@@ -75,8 +78,10 @@ def render(all_runs: list[dict]) -> str:
              f"Rendered by `cd tests && python -m chaos.summary` from the files beside it ([docs/chaos.md]"
              f"(../../../../docs/chaos.md)). A run counts when it lasted {MIN_DURATION_S // 60} minutes, had at "
              f"least {MIN_OVERLAPPING} overlapping faults and operations, every invariant held and every load "
-             "thread ended cleanly. * Until 2026-12-02 the runner's SIGSTOP faults did not reach the broker: "
-             "those runs' steps are counted without them.", ""]
+             "thread ended cleanly. Steps are those the run carried out, counted from its history (since "
+             "2026-12-04; † an older run's are its schedule's, planned, some perhaps never reached). * Until "
+             "2026-12-02 the runner's SIGSTOP faults did not reach the broker: those runs' steps are counted "
+             "without them.", ""]
     for estate, goal in GOALS.items():
         mine = [run for run in all_runs if run["estate"] == estate]
         counting = [run for run in mine if not shortfalls(run)]
@@ -93,7 +98,8 @@ def render(all_runs: list[dict]) -> str:
                 verdict += " (judged again: " + run["judged_again"]["why"].split(";")[0] + ")"
             steps, overlapping = effective_steps(run)
             lines.append(f"| [{run['seed']}]({run['name']}.json) | {run['code']['at_start']} "
-                         f"| {steps} ({overlapping}){'' if run.get('stops_reached_broker') else ' *'} "
+                         f"| {steps} ({overlapping}){'' if 'executed' in run else ' †'}"
+                         f"{'' if run.get('stops_reached_broker') else ' *'} "
                          f"| {accepted:,} | {lost:,} | {verdict} |")
         lines.append("")
     return "\n".join(lines)

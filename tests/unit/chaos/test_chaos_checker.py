@@ -486,6 +486,14 @@ def test_an_operation_the_runner_called_failed_that_says_it_refused_is_judged_as
     assert [item["why"] for item in verdict["broken"]] == ["refused, but groups moved: {'orders': (['dc2'], ['dc1'])}"]
 
 
+def test_the_steps_a_run_carried_out_are_those_that_started_and_overlap_counts_them_only():
+    events = (_fault(100, 150, "kill", "f1", broker="dc1-node1", datacentre="dc1")
+              + _operation(140, 200, "swapover", "o1") + _operation(300, None, "reconcile", "o2")
+              + _fault(400, 410, "stop", "f2", broker="dc2-node1", datacentre="dc2")[1:]  # an end without a start
+              + [_activity(500, "dc1")])
+    assert checker.executed_steps(events) == {"steps": 3, "overlapping": 2}
+
+
 def test_the_command_line_reads_a_history_file_and_exits_1_on_a_broken_promise(tmp_path, capsys):
     path = tmp_path / "history.jsonl"
     with history.Writer(str(path)) as writer:
