@@ -44,7 +44,7 @@ import json
 import sys
 from collections import defaultdict
 
-from chaos import history
+from chaos import history, schedule
 
 REDELIVERY_GRACE_SECONDS = 120.0
 # A broker resumed after its lock session expired learns it at once from the lock manager (a second in 2 x 2 seed
@@ -609,10 +609,7 @@ def executed_steps(events: list[dict]) -> dict:
     run = Run(sorted(events, key=lambda event: event["t"]))
     spans = [_span_times(span, run.last) for kind in (run.faults, run.operations) for span in kind.values()
              if span["start"]]
-    overlapping = sum(1 for index, (start, end) in enumerate(spans)
-                      if any(other != index and other_start < end and start < other_end
-                             for other, (other_start, other_end) in enumerate(spans)))
-    return {"steps": len(spans), "overlapping": overlapping}
+    return {"steps": len(spans), "overlapping": schedule.overlapping_spans(spans)}
 
 
 def check(events: list[dict]) -> list[dict]:

@@ -117,5 +117,11 @@ def plan(seed: int, estate: str, duration: float) -> list[Step]:
 
 def overlapping(steps: list[Step]) -> int:
     """How many steps overlap another one in time."""
-    return sum(1 for step in steps if any(other is not step and other.at < step.end() and step.at < other.end()
-                                          for other in steps))
+    return overlapping_spans([(step.at, step.end()) for step in steps])
+
+
+def overlapping_spans(spans: list[tuple[float, float]]) -> int:
+    """How many of the (start, end) spans overlap another one."""
+    return sum(1 for index, (start, end) in enumerate(spans)
+               if any(other != index and other_start < end and start < other_end
+                      for other, (other_start, other_end) in enumerate(spans)))
