@@ -8,15 +8,20 @@
  * after its journal is loaded and before its acceptors open, it reads the records kept here and at the brokers of the
  * other datacentres (core protocol, logged in by its certificate, which may only browse there). For each group whose
  * newest record names another datacentre it applies the group's fenced security settings, exactly those artemis_site
- * applies with state=passive, persisted as artemis_site's are. It never opens anything to clients.
+ * applies with state=passive, persisted as artemis_site's are, before the acceptors open (a broker stopped a moment
+ * later, or the backup replicating its journal, starts fenced). It never opens anything to clients.
  *
  * A broker that does not answer within the timeout is not heard. When no broker of the other datacentres answers, the
  * datacentre may be the only one left, or cut off from the others by a partition that also hid a failover. A broker
  * that starts cold then (it was not a backup in sync taking over from its live peer) and keeps activation records
  * (the estate was activated while it ran) holds its groups (unheard=hold, the default): it applies their fences in
- * memory only, not in the journal, so that it is not active beside a datacentre a failover activated meanwhile. A
- * backup taking over keeps its settings: its pair was live a moment ago. With unheard=keep, or in those cases, the
- * broker keeps its settings and says so. Either way it then asks the other datacentres again every recheck-ms for as
+ * memory only, not in the journal, so that it is not active beside a datacentre a failover activated meanwhile; it
+ * keeps in the journal that it holds them (a message on continuity.activation that no reader takes for a record). A
+ * backup taking over keeps its settings, its pair live a moment ago, except the groups that pair held (2 x 2 seed 11:
+ * a primary that held its groups was killed and its backup took over unheard, active beside the failover's
+ * datacentre): it holds those, unless an activation was recorded for the group since. A broker that hears another
+ * datacentre at activation removes the holds kept. With unheard=keep, or in those cases, the broker keeps its
+ * settings and says so. Either way it then asks the other datacentres again every recheck-ms for as
  * long as it is live (an answer from one datacentre does not speak for another that was down when a failover ran). At
  * the first answer a held group is fenced for good (persisted) when its newest record names another datacentre, and
  * released (its settings as they were) otherwise; a held group whose settings were changed meanwhile (artemis_site) is
@@ -63,6 +68,9 @@ import org.apache.activemq.artemis.api.core.client.ClientMessage;
 import org.apache.activemq.artemis.api.core.client.ClientSession;
 import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.api.core.client.ServerLocator;
+import org.apache.activemq.artemis.core.filter.impl.FilterImpl;
+import org.apache.activemq.artemis.core.message.impl.CoreMessage;
+import org.apache.activemq.artemis.core.persistence.config.PersistedSecuritySetting;
 import org.apache.activemq.artemis.core.security.Role;
 import org.apache.activemq.artemis.core.server.ActivateCallback;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
@@ -73,6 +81,8 @@ import org.apache.activemq.artemis.core.server.ServerProducer;
 import org.apache.activemq.artemis.core.server.ServerSession;
 import org.apache.activemq.artemis.core.server.plugin.ActiveMQServerPlugin;
 import org.apache.activemq.artemis.core.settings.impl.Match;
+import org.apache.activemq.artemis.core.transaction.Transaction;
+import org.apache.activemq.artemis.core.transaction.impl.TransactionImpl;
 import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
 import org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal;
 import org.apache.activemq.artemis.json.JsonArray;
@@ -88,6 +98,9 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private static final String GROUP = "continuity_group";
    private static final String DATACENTRE = "continuity_active_datacentre";
    private static final String ACTIVATED_AT = "continuity_activated_at";
+   // A hold kept in the journal: its last-value key is the group's with this prefix (group names have no colon).
+   private static final String HOLD_KEY_PREFIX = "held:";
+   private static final String HELD_AT = "continuity_held_at";
    // The permissions of a fence's roles, in the order of addSecuritySettings (and of the Python PERMISSIONS).
    private static final List<Predicate<Role>> PERMISSIONS = List.of(
       Role::isSend, Role::isConsume, Role::isCreateDurableQueue, Role::isDeleteDurableQueue,
@@ -114,8 +127,6 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private volatile boolean unheard;
    // group -> match -> roles per permission
    private final Map<String, Map<String, List<String>>> fences = new TreeMap<>();
-   // Groups fenced at activation, to keep in the journal once the broker has started.
-   private final List<String> toPersist = new ArrayList<>();
    // Groups held (fenced in memory) at a cold start that heard nobody: group -> match -> the settings before and the
    // fence applied.
    private final Map<String, Map<String, Held>> held = new TreeMap<>();
@@ -125,6 +136,8 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private ScheduledExecutorService watch;
    private ActiveMQServer server;
    private final AtomicInteger checks = new AtomicInteger();
+   // Tests only: the next activations are taken for a backup in sync taking over (one JVM has no replicated pair).
+   private volatile boolean assumeTakeover;
 
    @Override
    public void init(Map<String, String> properties) {
@@ -208,7 +221,6 @@ public class ActivationCheck implements ActiveMQServerPlugin {
 
       @Override
       public void activationComplete() {
-         persist();
          if (unheard) {
             startRechecks();
          }
@@ -264,6 +276,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
       }
    }
 
+   /** Tests only: from now on this broker's activations are those of a backup in sync taking over. */
+   void assumeTakeover() {
+      assumeTakeover = true;
+   }
+
    /** How many activation checks this broker has run since it was created. */
    int checks() {
       return checks.get();
@@ -271,30 +288,31 @@ public class ActivationCheck implements ActiveMQServerPlugin {
 
    private void check() {
       checks.incrementAndGet();
-      boolean tookOver = syncedAsBackup || sharedStoreBackup;
+      boolean tookOver = syncedAsBackup || sharedStoreBackup || assumeTakeover;
       syncedAsBackup = false;
       List<Activation> kept = kept();
+      Map<String, Long> holdsKept = holdsKept();
       List<Activation> records = new ArrayList<>(kept);
       Set<String> heard = new TreeSet<>();
       records.addAll(askOthers(heard, false));
       unheard = !connectors.isEmpty() && heard.isEmpty();
-      boolean hold = unheard && holdWhenUnheard && !tookOver && !kept.isEmpty();
-      if (unheard && !hold) {
+      Set<String> toHold = !unheard || !holdWhenUnheard || kept.isEmpty() ? Set.of()
+         : tookOver ? heldByLivePeer(kept, holdsKept) : fences.keySet();
+      if (unheard && toHold.isEmpty()) {
          LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}); this broker "
                   + "keeps its settings ({}) and asks them again every {} ms while it is live", timeoutMillis,
-                  connectors, tookOver ? "a backup taking over from its live peer" : kept.isEmpty()
-                     ? "it keeps no activation record" : "unheard=keep", recheckMillis);
+                  connectors, !holdWhenUnheard ? "unheard=keep" : kept.isEmpty() ? "it keeps no activation record"
+                     : "a backup taking over from its live peer, which held no group", recheckMillis);
+      }
+      if (!unheard) {
+         // Holds kept by a live peer this broker took over from, or by itself before it stopped, are answered now.
+         holdsKept.keySet().forEach(this::forgetHold);
       }
       for (Map.Entry<String, Activation> elsewhere : activatedElsewhere(records, false).entrySet()) {
          String group = elsewhere.getKey();
          Activation newest = elsewhere.getValue();
          try {
-            for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
-               server.getSecurityRepository().addMatch(setting.getKey(), security(setting.getValue()));
-            }
-            synchronized (toPersist) {
-               toPersist.add(group);
-            }
+            keepFence(group);
             LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}), after "
                      + "this datacentre's own activation; clients may not send or consume here until a swapover",
                      group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
@@ -302,9 +320,23 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             LOG.error("Activation check: could not fence group {} at {}", group, datacentre, e);
          }
       }
-      if (hold) {
-         holdGroups();
+      if (!toHold.isEmpty()) {
+         holdGroups(toHold, tookOver);
       }
+   }
+
+   /**
+    * The groups a backup taking over holds: those its live peer held when it stopped (the holds it kept in the journal
+    * this backup replicated), unless an activation was recorded here for the group since.
+    */
+   private static Set<String> heldByLivePeer(List<Activation> kept, Map<String, Long> holdsKept) {
+      Set<String> groups = new TreeSet<>();
+      holdsKept.forEach((group, heldAt) -> {
+         if (kept.stream().noneMatch(record -> record.group().equals(group) && record.at() > heldAt)) {
+            groups.add(group);
+         }
+      });
+      return groups;
    }
 
    /** The security settings of a fence's roles per permission (in the order of addSecuritySettings). */
@@ -313,12 +345,16 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                                               roles.get(5), roles.get(6), roles.get(7), roles.get(8), roles.get(9));
    }
 
-   /** Fences in memory every group not fenced here, keeping what it replaced. */
-   private void holdGroups() {
+   /**
+    * Fences in memory each of these groups not fenced here, keeping what it replaced, and keeps in the journal that it
+    * holds them (not the fence): a backup that takes over from this broker while nobody answers holds them too.
+    */
+   private void holdGroups(Set<String> toHold, boolean tookOver) {
       List<String> groups = new ArrayList<>();
+      long heldAt = System.currentTimeMillis();
       synchronized (held) {
-         for (String group : fences.keySet()) {
-            if (fenced(group)) {
+         for (String group : toHold) {
+            if (!fences.containsKey(group) || fenced(group)) {
                continue;
             }
             Map<String, Held> matches = new TreeMap<>();
@@ -334,6 +370,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             }
             held.put(group, matches);
             groups.add(group);
+            keepHold(group, heldAt);
          }
       }
       if (groups.isEmpty()) {
@@ -343,10 +380,11 @@ public class ActivationCheck implements ActiveMQServerPlugin {
          return;
       }
       LOG.warn("Activation check: none of the other datacentres' brokers answered within {} ms ({}) and this broker "
-               + "started cold: groups {} held at {} (fenced, not in the journal; clients may not send or consume "
-               + "there) until one answers, asked every {} ms; then released if the newest record names {}, fenced "
-               + "if it names another datacentre", timeoutMillis, connectors, groups, datacentre, recheckMillis,
-               datacentre);
+               + "{}: groups {} held at {} (fenced, not in the journal; clients may not send or consume there) until "
+               + "one answers, asked every {} ms; then released if the newest record names {}, fenced if it names "
+               + "another datacentre", timeoutMillis, connectors,
+               tookOver ? "took over from a live peer that held them" : "started cold", groups, datacentre,
+               recheckMillis, datacentre);
    }
 
    /**
@@ -370,6 +408,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
             boolean ours = entry.getValue().entrySet().stream().allMatch(
                match -> server.getSecurityRepository().getMatch(match.getKey()) == match.getValue().fence());
             if (!ours) {
+               forgetHold(group);
                LOG.info("Activation check: group {} was held at {} and its settings have changed since; they stay",
                         group, datacentre);
                continue;
@@ -383,6 +422,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                   held.put(group, entry.getValue());  // still held in memory: the next answer tries again
                   throw e;
                }
+               forgetHold(group);
                LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}) "
                         + "while the other datacentres did not answer; it was held since this broker started",
                         group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
@@ -395,6 +435,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                   server.getSecurityRepository().addMatch(match.getKey(), match.getValue().before());
                }
             }
+            forgetHold(group);
             LOG.warn("Activation check: released group {} at {}: another datacentre answered and no record names "
                      + "another datacentre after this one's (newest: {})", group, datacentre,
                      newest == null ? "none" : newest.datacentre() + " at " + newest.at());
@@ -507,33 +548,57 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    }
 
    /**
-    * Keep the fences applied at activation in the journal, as artemis_site's are: they then survive a restart whatever
-    * the other datacentres answer. The management API takes them only once the broker has started, a moment after
-    * its acceptors opened; the fence itself was in force before.
+    * Applies the group's fence and keeps it in the journal, as the management API's addSecuritySettings does, which
+    * refuses until the broker has started: at activation the fence is kept before the acceptors open, so that a broker
+    * stopped a moment later (or the backup that replicates its journal) starts fenced.
     */
-   private void persist() {
-      List<String> groups;
-      synchronized (toPersist) {
-         groups = new ArrayList<>(toPersist);
-         toPersist.clear();
-      }
-      for (String group : groups) {
-         try {
-            keepFence(group);
-         } catch (Exception e) {
-            LOG.error("Activation check: group {} is fenced at {} but its fence could not be kept in the journal; "
-                      + "fence it again (artemis_site state=passive) before this broker restarts", group, datacentre, e);
-         }
-      }
-   }
-
-   /** Applies the group's fence through the management API, which keeps it in the journal. */
    private void keepFence(String group) throws Exception {
       for (Map.Entry<String, List<String>> setting : fences.get(group).entrySet()) {
          List<String> roles = setting.getValue();
-         server.getActiveMQServerControl().addSecuritySettings(
+         server.getSecurityRepository().addMatch(setting.getKey(), security(roles));
+         server.getStorageManager().storeSecuritySetting(new PersistedSecuritySetting(
             setting.getKey(), roles.get(0), roles.get(1), roles.get(2), roles.get(3), roles.get(4), roles.get(5),
-            roles.get(6), roles.get(7), roles.get(8), roles.get(9));
+            roles.get(6), roles.get(7), roles.get(8), roles.get(9), "", ""));
+      }
+   }
+
+   /**
+    * Keeps in the journal, beside the activation records (last value per group key), that this broker holds the group
+    * since heldAt. It is not an activation record: a record needs the active datacentre, so no reader takes it for one.
+    */
+   private void keepHold(String group, long heldAt) {
+      if (server.locateQueue(RECORDS) == null) {
+         return;
+      }
+      try {
+         CoreMessage hold = new CoreMessage(server.getStorageManager().generateID(), 64);
+         hold.setAddress(RECORDS);
+         hold.setDurable(true);
+         hold.putStringProperty(GROUP, HOLD_KEY_PREFIX + group);
+         hold.putStringProperty(HELD_AT, Long.toString(heldAt));
+         Transaction transaction = new TransactionImpl(server.getStorageManager());
+         server.getPostOffice().route(hold, transaction, false);
+         transaction.commit();
+         if (!server.getStorageManager().waitOnOperations(timeoutMillis)) {
+            LOG.warn("Activation check: the hold of group {} at {} was not written within {} ms", group, datacentre,
+                     timeoutMillis);
+         }
+      } catch (Exception e) {
+         LOG.error("Activation check: group {} is held at {} but the hold could not be kept in the journal; a backup "
+                   + "that takes over while nobody answers would not hold it", group, datacentre, e);
+      }
+   }
+
+   /** Removes the hold of the group kept in the journal, if any. */
+   private void forgetHold(String group) {
+      Queue queue = server.locateQueue(RECORDS);
+      if (queue == null) {
+         return;
+      }
+      try {
+         queue.deleteMatchingReferences(FilterImpl.createFilter(GROUP + " = '" + HOLD_KEY_PREFIX + group + "'"));
+      } catch (Exception e) {
+         LOG.warn("Activation check: could not remove the hold of group {} kept at {}", group, datacentre, e);
       }
    }
 
@@ -560,21 +625,46 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    /** The records this broker keeps. */
    private List<Activation> kept() {
       List<Activation> records = new ArrayList<>();
+      for (Message message : keptMessages()) {
+         Activation record = activation(message, "this broker");
+         if (record != null) {
+            records.add(record);
+         }
+      }
+      return records;
+   }
+
+   /** The holds kept here (by this broker, or by the live peer whose journal it replicated): group -> held since. */
+   private Map<String, Long> holdsKept() {
+      Map<String, Long> holds = new TreeMap<>();
+      for (Message message : keptMessages()) {
+         String key = message.getStringProperty(GROUP);
+         String heldAt = message.getStringProperty(HELD_AT);
+         if (key != null && key.startsWith(HOLD_KEY_PREFIX) && heldAt != null) {
+            try {
+               holds.put(key.substring(HOLD_KEY_PREFIX.length()), Long.parseLong(heldAt));
+            } catch (NumberFormatException e) {
+               LOG.warn("Activation check: a hold of group {} kept here has no time: {}", key, heldAt);
+            }
+         }
+      }
+      return holds;
+   }
+
+   private List<Message> keptMessages() {
+      List<Message> messages = new ArrayList<>();
       Queue queue = server.locateQueue(RECORDS);
       if (queue == null) {
-         return records;
+         return messages;
       }
       try (LinkedListIterator<MessageReference> references = queue.browserIterator()) {
          while (references.hasNext()) {
-            Activation record = activation(references.next().getMessage(), "this broker");
-            if (record != null) {
-               records.add(record);
-            }
+            messages.add(references.next().getMessage());
          }
       } catch (Exception e) {
          LOG.warn("Activation check: could not read this broker's activation records", e);
       }
-      return records;
+      return messages;
    }
 
    /**

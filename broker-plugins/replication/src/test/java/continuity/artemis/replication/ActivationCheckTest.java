@@ -6,7 +6,9 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
+import org.apache.activemq.artemis.api.core.Message;
 import org.apache.activemq.artemis.api.core.QueueConfiguration;
 import org.apache.activemq.artemis.api.core.RoutingType;
 import org.apache.activemq.artemis.api.core.SimpleString;
@@ -17,10 +19,13 @@ import org.apache.activemq.artemis.api.core.client.ClientSession;
 import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.api.core.client.ServerLocator;
 import org.apache.activemq.artemis.core.config.Configuration;
+import org.apache.activemq.artemis.core.config.DivertConfiguration;
+import org.apache.activemq.artemis.core.config.TransformerConfiguration;
 import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
 import org.apache.activemq.artemis.core.security.Role;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
+import org.apache.activemq.artemis.core.server.transformer.Transformer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -55,7 +60,19 @@ class ActivationCheckTest {
 
    /** dc1's broker with the check's options and these; with a journal in dataDir unless it is null. */
    private ActiveMQServer startDc1(Map<String, String> options, Path dataDir) throws Exception {
+      return startDc1(options, dataDir, false, null);
+   }
+
+   /**
+    * dc1's broker, as a backup in sync taking over (its journal replicated from the live peer, here the journal dc1
+    * left in dataDir) if takeover, its configuration changed by configure unless it is null.
+    */
+   private ActiveMQServer startDc1(Map<String, String> options, Path dataDir, boolean takeover,
+                                   Consumer<Configuration> configure) throws Exception {
       check = new ActivationCheck();
+      if (takeover) {
+         check.assumeTakeover();
+      }
       Map<String, String> properties = new HashMap<>(Map.of(
          "datacentre", "dc1", "connectors", "continuity.dc2", "user", "replicator", "timeout-ms", "1000",
          "recheck-ms", "200", "exempt-users", "replicator,cluster", "fence.books", FENCE));
@@ -75,7 +92,11 @@ class ActivationCheckTest {
             .setLargeMessagesDirectory(dataDir.resolve("large-messages").toString());
       }
       configuration.registerBrokerPlugin(check);
+      if (configure != null) {
+         configure.accept(configuration);
+      }
       ActiveMQServer server = ActiveMQServers.newActiveMQServer(configuration, dataDir != null);
+      JournalAtDivertDeployment.server = server;
       server.start();
       return server;
    }
@@ -243,6 +264,101 @@ class ActivationCheckTest {
       });
       Thread.sleep(600);  // three more questions
       assertTrue(fenced(), "a group activated elsewhere was released");
+   }
+
+   @Test
+   void a_backup_taking_over_from_a_primary_that_held_its_groups_holds_them_until_an_answer(@TempDir Path dataDir)
+      throws Exception {
+      // 2 x 2 seed 11 (docs/chaos.md): dc1's primary started cold during a partition that hid dc2's failover and held
+      // its groups; killed, its backup took over keeping its settings and was active beside dc2 until the WAN healed.
+      long activatedAt = coldStartHeardByNobody(dataDir);
+      dc1.stop();
+
+      dc1 = startDc1(Map.of(), dataDir, true, null);
+
+      assertTrue(fenced(), "a backup taking over from a primary that held the group did not hold it");
+      assertFalse(fenceKeptInJournal(), "the hold was kept in the journal as a fence");
+      dc2 = startDc2("dc1", activatedAt);
+      waitFor("books released at dc1", () -> !fenced());
+   }
+
+   @Test
+   void a_backup_taking_over_does_not_hold_a_group_activated_here_since_its_primary_held_it(@TempDir Path dataDir)
+      throws Exception {
+      long activatedAt = coldStartHeardByNobody(dataDir);
+      keepRecord(dc1, "vm://1", "dc1", Math.max(System.currentTimeMillis(), activatedAt) + 1);  // a failover to dc1
+      dc1.stop();
+
+      dc1 = startDc1(Map.of(), dataDir, true, null);
+
+      assertFalse(fenced(), "held a group activated here after the primary held it");
+   }
+
+   @Test
+   void a_backup_taking_over_from_a_primary_that_held_nothing_keeps_its_settings(@TempDir Path dataDir)
+      throws Exception {
+      dc2Port = freePort();
+      dc1ActivatedThenStopped(dataDir, System.currentTimeMillis());
+
+      dc1 = startDc1(Map.of(), dataDir, true, null);
+
+      assertFalse(fenced(), "a backup taking over held a group its primary did not hold");
+   }
+
+   @Test
+   void a_hold_released_by_an_answer_is_not_held_again_by_a_backup_taking_over(@TempDir Path dataDir)
+      throws Exception {
+      long activatedAt = coldStartHeardByNobody(dataDir);
+      dc2 = startDc2("dc1", activatedAt);
+      waitFor("books released at dc1", () -> !fenced());
+      dc2.stop();
+      dc1.stop();
+
+      dc1 = startDc1(Map.of(), dataDir, true, null);
+
+      assertFalse(fenced(), "a backup taking over held a group its primary had released");
+   }
+
+   @Test
+   void a_fence_applied_at_activation_is_in_the_journal_before_the_acceptors_open(@TempDir Path dataDir)
+      throws Exception {
+      // 2 x 2 seed 11: dc1's primary fenced its groups at activation and was powered off before it had started, when
+      // the fence went to the journal; its next start, and its backup's, found the groups unfenced.
+      dc2Port = freePort();
+      dc2 = startDc2(System.currentTimeMillis());
+      JournalAtDivertDeployment.fenceKept = null;
+
+      dc1 = startDc1(Map.of(), dataDir, false, configuration -> configuration.addDivertConfiguration(
+         new DivertConfiguration().setName("journal-probe").setAddress("probe").setForwardingAddress("probe.out")
+            .setTransformerConfiguration(new TransformerConfiguration(JournalAtDivertDeployment.class.getName()))));
+
+      assertTrue(fenced(), "not fenced at activation");
+      assertEquals(Boolean.TRUE, JournalAtDivertDeployment.fenceKept,
+                   "the fence was not in the journal when the diverts were deployed, before the acceptors open");
+   }
+
+   /**
+    * A divert's transformer, instantiated as the broker deploys its diverts: after the activation callbacks (held in a
+    * set, in no order a test can rely on) and before the acceptors open. Notes whether books.# was in the journal.
+    */
+   public static class JournalAtDivertDeployment implements Transformer {
+      static volatile ActiveMQServer server;
+      static volatile Boolean fenceKept;
+
+      @Override
+      public void init(Map<String, String> properties) {
+         try {
+            fenceKept = server.getStorageManager().recoverSecuritySettings().stream()
+               .anyMatch(setting -> setting.getAddressMatch().toString().equals("books.#"));
+         } catch (Exception e) {
+            throw new IllegalStateException(e);
+         }
+      }
+
+      @Override
+      public Message transform(Message message) {
+         return message;
+      }
    }
 
    @Test
