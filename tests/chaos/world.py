@@ -31,6 +31,7 @@ MESSAGES_ONLY_GROUPS = ["inflow"]  # every datacentre consumes its own copy (the
 PROBE_ADDRESSES = {"all": "chaos.probe", "books": "books.chaos.probe", "east": "east.chaos.probe"}
 NOT_CLIENTS = {"amq", "replication"}
 ACTIVITY_INTERVAL_S = 1.0
+LIVE_BROKER = "live"  # a fixed schedule's fault broker: whichever of its datacentre's is live when the fault comes
 # The credits of a mirror connection (the acceptors' amqpCredits, set by the broker role): after a fault that cuts a
 # mirror connection, its source may send that many messages again, and Artemis's target does not always recognise
 # them (docs/upstream/mirror-duplicate-cache.md): each comes again at that datacentre.
@@ -351,6 +352,12 @@ class World:
             return
         args = dict(step.args)
         fault_id = self._id(step.name)
+        if args.get("broker") == LIVE_BROKER:
+            live = self.live_broker(args["datacentre"])
+            if live is None:
+                self.log(f"fault {step.name} on the live broker of {args['datacentre']} skipped: none answers as live")
+                return
+            args["broker"] = live.name
         broker = args.get("broker")
         with self.lock:
             if broker and (broker in self.faulted or args["datacentre"] in self.down_datacentres

@@ -168,3 +168,35 @@ def test_a_signal_that_reaches_no_broker_fails_unless_only_running_ones_are_mean
         _signalling(1)._broker_signal("dc1-node1", "STOP")
     with pytest.raises(RuntimeError, match="exit 2"):
         _signalling(2)._broker_signal("dc1-node1", "CONT", running_only=True)
+
+
+def _faulting(live):
+    """A World whose dc1 has ``live`` (a node name, or None) as its live broker, which records the bed's commands."""
+    runner = world.World.__new__(world.World)
+    runner.closing, runner.lock = world.threading.Event(), world.threading.RLock()
+    runner.faulted, runner.down_datacentres, runner.counter = set(), set(), {}
+    runner.redeliveries, runner.logged, runner.written, runner.commands = 60, [], [], []
+    runner.estate = types.SimpleNamespace(broker_pids=lambda _node: ["1665"])
+    runner.live_broker = lambda _datacentre: types.SimpleNamespace(name=live) if live else None
+    runner._node = lambda name: name
+    runner._id = lambda name: f"{name}-1"
+    runner._sleep_until = lambda *_args, **_kwargs: None
+    runner.mirror_connections = lambda _datacentre: 0
+    runner.log = runner.logged.append
+    runner.writer = types.SimpleNamespace(write=lambda kind, **fields: runner.written.append((kind, fields)))
+    runner.testbed = lambda *args, **_kwargs: runner.commands.append(args)
+    runner.start_broker = lambda node: runner.commands.append(("start", node))
+    return runner
+
+
+def test_a_fixed_schedule_s_fault_on_the_live_broker_falls_on_the_one_live_when_it_comes():
+    # The regression of 2 x 2 seed 11 kills dc1's live broker, whichever of the pair won the lock at its start.
+    step = types.SimpleNamespace(at=0.0, duration=0.0, name="kill", args={"broker": "live", "datacentre": "dc1"})
+    runner = _faulting("dc1-node2")
+    runner.fault(step, 0.0)
+    assert runner.commands == [("kill", "dc1-node2"), ("start", "dc1-node2")]
+    assert [fields["args"]["broker"] for _kind, fields in runner.written] == ["dc1-node2", "dc1-node2"]
+
+    nobody = _faulting(None)
+    nobody.fault(step, 0.0)
+    assert nobody.commands == [] and nobody.written == []
