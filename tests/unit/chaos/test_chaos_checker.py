@@ -222,6 +222,19 @@ def test_two_live_brokers_of_one_datacentre_are_caught():
     assert _verdicts(events[:-1])["single_live_broker"]["holds"]
 
 
+def test_two_live_brokers_are_counted_apart_only_while_one_is_a_primary_stalled_past_its_lock_until_it_stopped():
+    # 2 x 2 seed 11: dc2-node2, SIGSTOPped 20 s past its 6 s lock session, answered as live beside dc2-node1, which
+    # had taken over, 2.5 s after it resumed and 17 s before it stopped itself for its lost lock.
+    pair = {"kind": "brokers", "datacentre": "dc1", "silent": [], "live": ["dc1-node1", "dc1-node2"]}
+    events = [event for event in _stalled(stopped_for=10) if event.get("id") != "s1"]
+    verdict = _verdicts(events + [dict(pair, t=215)])["single_live_broker"]
+    assert verdict["holds"] and verdict["counted"]["beside_stalled_primaries"] == {"f7": 1}, verdict
+    for late in (209, 231):  # still stopped; after its stop
+        assert not _verdicts(events + [dict(pair, t=late)])["single_live_broker"]["holds"]
+    short = [event for event in _stalled(stopped_for=4) if event.get("id") != "s1"]
+    assert not _verdicts(short + [dict(pair, t=210)])["single_live_broker"]["holds"]
+
+
 def test_a_pair_that_leaves_its_datacentre_without_a_live_broker_too_long_is_caught():
     pair = {"kind": "brokers", "datacentre": "dc2", "brokers": ["dc2-node1", "dc2-node2"]}
     events = _clean() + [dict(pair, t=200, live=["dc2-node1"], silent=[]),
