@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_address_settings import (
     KEPT_ADDRESS, ORIGINAL_ADDRESS_PROPERTY)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
-    EXPORT_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
+    ACTIVATION_ADDRESS, EXPORT_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, MIRROR_QUEUE_PREFIX, OUTBOUND_QUEUE_PREFIX)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ArtemisManagement, BrokerNotReady, BrokerUnreachable, ask_each)
 
@@ -32,12 +32,12 @@ def _flag(value):
 
 def is_application_queue(queue, include_prefixes=(), exclude_prefixes=()):
     """Queues clients use: not internal (mirror store-and-forward, the bridge engine's outbound and inbound queues,
-    management, what a passive site keeps) nor temporary, and selected by the prefixes (every queue when ``include_prefixes`` is
-    empty)."""
+    management, what a passive site keeps, the activation records and holds each broker keeps for itself) nor
+    temporary, and selected by the prefixes (every queue when ``include_prefixes`` is empty)."""
     name = queue['name']
     if _flag(queue.get('internalQueue')) or _flag(queue.get('temporary')) or name.startswith('$ACTIVEMQ_ARTEMIS') \
             or name.startswith((OUTBOUND_QUEUE_PREFIX, INBOUND_ADDRESS_PREFIX, EXPORT_QUEUE_PREFIX)) \
-            or name == KEPT_ADDRESS:
+            or name in (KEPT_ADDRESS, ACTIVATION_ADDRESS):
         return False
     if include_prefixes and not any(name.startswith(prefix) for prefix in include_prefixes):
         return False
