@@ -424,7 +424,7 @@ public class ActivationCheck implements ActiveMQServerPlugin {
                }
                forgetHold(group);
                LOG.warn("Activation check: fenced group {} at {}: {} was activated for it at {} (record kept by {}) "
-                        + "while the other datacentres did not answer; it was held since this broker started",
+                        + "while the other datacentres did not answer; it was held since this broker activated",
                         group, datacentre, newest.datacentre(), newest.at(), newest.keptBy());
                continue;
             }
