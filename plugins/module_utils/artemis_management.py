@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.six.moves.http_client import HTTPException
@@ -113,6 +114,9 @@ def object_name_value(object_name, key):
 
 # Artemis's Message.TEXT_TYPE.
 TEXT_MESSAGE = 3
+# A listing that failed on a consumer closing as Artemis listed it (see ArtemisManagement._list).
+LIST_ATTEMPTS = 3
+LIST_RETRY_DELAY_S = 0.5
 
 
 def broker_mbean(broker):
@@ -259,7 +263,18 @@ class ArtemisManagement(object):
         return found
 
     def _list(self, operation):
-        """All rows of one of the broker's paged list operations (listQueues, listConnections, ...)."""
+        """All rows of one of the broker's paged list operations (listQueues, listConnections, ...). Artemis fails a
+        listing that meets a consumer closing as it goes (a NullPointerException: the consumer's session is already
+        gone), which a listing a moment later does not meet: it is read again, LIST_ATTEMPTS times at most."""
+        for attempt in range(1, LIST_ATTEMPTS + 1):
+            try:
+                return self._list_once(operation)
+            except ManagementError as exc:
+                if 'NullPointerException' not in str(exc) or attempt == LIST_ATTEMPTS:
+                    raise
+                time.sleep(LIST_RETRY_DELAY_S)
+
+    def _list_once(self, operation):
         found, page = [], 1
         while True:
             answer = json.loads(self.execute(broker_mbean(self.name), '%s(java.lang.String,int,int)' % operation,

@@ -22,7 +22,7 @@ class FakeJolokia(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802 - http.server's naming
         self.server.requests.append((dict(self.headers), json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
-        status, body = self.server.answer
+        status, body = self.server.answers.pop(0) if self.server.answers else self.server.answer
         if status == "sleep":
             time.sleep(body)
             status, body = 200, {"status": 200, "value": None}
@@ -40,7 +40,7 @@ class FakeJolokia(BaseHTTPRequestHandler):
 @pytest.fixture
 def jolokia():
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeJolokia)
-    server.requests, server.answer = [], (200, {"status": 200, "value": True})
+    server.requests, server.answer, server.answers = [], (200, {"status": 200, "value": True}), []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -93,6 +93,31 @@ def test_a_broker_that_is_not_started_is_told_apart(jolokia):
                             "error": "java.lang.IllegalStateException : Broker is not started. It can not be managed yet"})
     with pytest.raises(BrokerNotReady, match="broker b1 is not started"):
         _client(jolokia).read("x:y=z", "Started")
+
+
+_CONSUMER_CLOSING = (200, {"status": 500, "error_type": "java.lang.NullPointerException",
+                           "error": "java.lang.NullPointerException : Cannot invoke \"org.apache.activemq.artemis.core."
+                                    "server.ServerSession.getConnectionID()\" because \"this.session\" is null"})
+
+
+def test_a_listing_that_met_a_consumer_closing_is_read_again(jolokia):
+    # The chaos bed's build at f30cb03: activate.yml's listConsumers met a consumer closing (Artemis 2.44 and 2.56).
+    listed = (200, {"status": 200, "value": json.dumps({"count": 1, "data": [{"queue": "q1"}]})})
+    jolokia.answers = [_CONSUMER_CLOSING, listed]
+    assert _client(jolokia).consumers() == [{"queue": "q1"}]
+    assert len(jolokia.requests) == 2
+
+    jolokia.answers, jolokia.requests = [_CONSUMER_CLOSING] * 3, []
+    with pytest.raises(ManagementError, match="NullPointerException"):
+        _client(jolokia).consumers()
+    assert len(jolokia.requests) == 3
+
+
+def test_a_listing_that_failed_otherwise_is_not_read_again(jolokia):
+    jolokia.answer = (200, {"status": 500, "error_type": "java.lang.IllegalArgumentException", "error": "bad filter"})
+    with pytest.raises(ManagementError, match="bad filter"):
+        _client(jolokia).consumers()
+    assert len(jolokia.requests) == 1
 
 
 def test_an_unreachable_broker_is_named():
