@@ -32,6 +32,11 @@ PROBE_ADDRESSES = {"all": "chaos.probe", "books": "books.chaos.probe", "east": "
 NOT_CLIENTS = {"amq", "replication"}
 ACTIVITY_INTERVAL_S = 1.0
 LIVE_BROKER = "live"  # a fixed schedule's fault broker: whichever of its datacentre's is live when the fault comes
+# A fixed schedule's stop fault with ``when: BACKUP_SYNCING`` waits for the broker to send its journal to its backup
+# (its first AMQ221025, "Replication: sending ... to replica") and stops it there, from inside its node: the
+# synchronisation lasts a second or two.
+BACKUP_SYNCING = "backup_syncing"
+SENDING_TO_REPLICA = "AMQ221025"
 # The credits of a mirror connection (the acceptors' amqpCredits, set by the broker role): after a fault that cuts a
 # mirror connection, its source may send that many messages again, and Artemis's target does not always recognise
 # them (docs/upstream/mirror-duplicate-cache.md): each comes again at that datacentre.
@@ -374,16 +379,24 @@ class World:
             # Consumers cut off their deliveries (a broker fault), and the windows of the mirror connections it cuts.
             args["redeliveries"] = (self.redeliveries if broker else 0) + resend
             args["mirror_resend"] = resend
+        waits = step.name == "stop" and args.get("when") == BACKUP_SYNCING
+        begun = False
         try:
+            if waits:
+                self._stop_as_it_sends_its_journal(broker)
             self.writer.write("fault", name=step.name, phase="start", id=fault_id, args=args)
+            begun = True
             self.log(f"fault {fault_id} start {args}")
-            self._fault_start(step.name, args)
+            if not waits:
+                self._fault_start(step.name, args)
             self._sleep_until(time.time() + step.duration, stop_at_closing=True)
             self._fault_end(step.name, args)
             self.writer.write("fault", name=step.name, phase="end", id=fault_id, args=args)
             self.log(f"fault {fault_id} end")
         except Exception as exc:  # pylint: disable=broad-except  # a fault the bed could not carry out is a finding
             self.finding(f"fault {fault_id} {step.name} {args}: {exc!r}")
+            if not begun:
+                self.writer.write("fault", name=step.name, phase="start", id=fault_id, args=args)
             self.writer.write("fault", name=step.name, phase="end", id=fault_id, args=args, error=repr(exc))
         finally:
             with self.lock:
@@ -401,6 +414,19 @@ class World:
             self.testbed("stop-node", args["broker"])
         elif name == "stop":
             self._broker_signal(args["broker"], "STOP")
+
+    def _stop_as_it_sends_its_journal(self, node: str) -> None:
+        """SIGSTOP the node's broker as it logs sending a journal file to its backup (within 10 minutes)."""
+        log = f"/var/opt/artemis/{node}/log/artemis.log"
+        follow = f"tail -n 0 -F {log}"
+        # The stopped broker logs nothing more, so tail would wait for a line to fail writing: it is ended by name.
+        done = self.testbed("exec", node, "--", "timeout", "600", "sh", "-c",
+                            f"{follow} | {{ grep -m 1 -q {SENDING_TO_REPLICA} && pkill -STOP -f -- "
+                            f"'-Dartemis.instance=/var/opt/artemis/{node} '; stopped=$?; pkill -f '{follow}'; "
+                            f"exit $stopped; }}", check=False)
+        if done.returncode:
+            raise RuntimeError(f"{node} was not stopped as it sent its journal to its backup: exit {done.returncode} "
+                               f"{done.stderr[-300:]}")
 
     def _fault_end(self, name, args) -> None:
         if name == "partition":

@@ -200,3 +200,34 @@ def test_a_fixed_schedule_s_fault_on_the_live_broker_falls_on_the_one_live_when_
     nobody = _faulting(None)
     nobody.fault(step, 0.0)
     assert nobody.commands == [] and nobody.written == []
+
+
+def test_a_stop_that_waits_for_the_backup_s_synchronisation_starts_when_the_broker_is_stopped():
+    # The regression of 2 x 2 seed 5: the primary is stopped from inside its node as it sends its journal; the fault's
+    # start (where the checker's stalled window begins) is written once it is stopped, and no second SIGSTOP follows.
+    step = types.SimpleNamespace(at=0.0, duration=0.0, name="stop",
+                                 args={"broker": "dc2-node1", "datacentre": "dc2", "when": world.BACKUP_SYNCING})
+    runner = _faulting("dc2-node1")
+    runner.lock_session_s = 6.0
+    signals = []
+    runner._broker_signal = lambda node, name, **_kwargs: signals.append((node, name))
+
+    def sends_its_journal(*args, **_kwargs):
+        runner.commands.append(args)
+        assert runner.written == [], "the fault's start written before the broker was stopped"
+        return types.SimpleNamespace(returncode=0, stderr="")
+
+    runner.testbed = sends_its_journal
+    runner.fault(step, 0.0)
+    (waited,) = runner.commands
+    assert waited[:2] == ("exec", "dc2-node1") and world.SENDING_TO_REPLICA in waited[-1] and "pkill -STOP" in waited[-1]
+    assert [(kind, fields["phase"]) for kind, fields in runner.written] == [("fault", "start"), ("fault", "end")]
+    assert signals == [("dc2-node1", "CONT")]
+
+    runner = _faulting("dc2-node1")
+    runner.lock_session_s = 6.0
+    runner.findings = []
+    runner.testbed = lambda *_args, **_kwargs: types.SimpleNamespace(returncode=124, stderr="")
+    runner.fault(step, 0.0)
+    assert [fields["phase"] for _kind, fields in runner.written] == ["start", "end"]
+    assert "error" in runner.written[-1][1] and "was not stopped as it sent its journal" in runner.written[-1][1]["error"]
