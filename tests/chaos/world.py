@@ -417,13 +417,13 @@ class World:
 
     def _stop_as_it_sends_its_journal(self, node: str) -> None:
         """SIGSTOP the node's broker as it logs sending a journal file to its backup (within 10 minutes)."""
-        log = f"/var/opt/artemis/{node}/log/artemis.log"
-        follow = f"tail -n 0 -F {log}"
-        # The stopped broker logs nothing more, so tail would wait for a line to fail writing: it is ended by name.
+        # "[.]": the pattern matches the JVM's command line, not this shell's, which holds the pattern itself. The
+        # stopped broker logs nothing more, so tail would wait for a line to fail writing: it is ended (a child of
+        # this shell: $$ is the shell's pid in its subshells too).
         done = self.testbed("exec", node, "--", "timeout", "600", "sh", "-c",
-                            f"{follow} | {{ grep -m 1 -q {SENDING_TO_REPLICA} && pkill -STOP -f -- "
-                            f"'-Dartemis.instance=/var/opt/artemis/{node} '; stopped=$?; pkill -f '{follow}'; "
-                            f"exit $stopped; }}", check=False)
+                            f"tail -n 0 -F /var/opt/artemis/{node}/log/artemis.log | {{ grep -m 1 -q "
+                            f"{SENDING_TO_REPLICA} && pkill -STOP -f -- '-Dartemis[.]instance=/var/opt/artemis/{node} ';"
+                            f" stopped=$?; pkill -P $$ -x tail; exit $stopped; }}", check=False)
         if done.returncode:
             raise RuntimeError(f"{node} was not stopped as it sent its journal to its backup: exit {done.returncode} "
                                f"{done.stderr[-300:]}")
