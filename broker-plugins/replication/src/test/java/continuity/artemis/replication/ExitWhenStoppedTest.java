@@ -80,22 +80,10 @@ class ExitWhenStoppedTest {
    @Test
    void theThreadsThatKeepTheJvmUpAreNamed() throws Exception {
       CountDownLatch release = new CountDownLatch(1);
-      Thread lingering = new Thread(() -> {
-         try {
-            release.await();
-         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-         }
-      }, "left-behind-by-a-stop");
-      lingering.start();
-      Thread daemon = new Thread(() -> {
-         try {
-            release.await();
-         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-         }
-      }, "a-daemon");
+      Thread lingering = waitingFor(release, "left-behind-by-a-stop");
+      Thread daemon = waitingFor(release, "a-daemon");
       daemon.setDaemon(true);
+      lingering.start();
       daemon.start();
       try {
          List<String> names = ExitWhenStopped.threadsKeepingTheJvmUp().stream().map(Thread::getName).toList();
@@ -110,6 +98,16 @@ class ExitWhenStoppedTest {
    @Test
    void aGraceThatIsNotPositiveIsRefused() {
       assertThrows(IllegalArgumentException.class, () -> new ExitWhenStopped(halts::add).init(Map.of("after-ms", "0")));
+   }
+
+   private static Thread waitingFor(CountDownLatch release, String name) {
+      return new Thread(() -> {
+         try {
+            release.await();
+         } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+         }
+      }, name);
    }
 
    private static void waitFor(BooleanSupplier condition, long timeoutMs) throws Exception {
