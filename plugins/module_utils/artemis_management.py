@@ -14,7 +14,7 @@ import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible.module_utils.six.moves.http_client import HTTPException
+from ansible.module_utils.six.moves.http_client import HTTPException, RemoteDisconnected
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible.module_utils.urls import open_url
@@ -192,6 +192,11 @@ class ArtemisManagement(object):
                                             'password, or the user has no role in broker_management_roles'
                                             % (self.name, self.user, exc.code, self.endpoint))
             raise ManagementError('broker %s: HTTP %s %s at %s' % (self.name, exc.code, exc.reason, self.endpoint))
+        except RemoteDisconnected:
+            # The connection closed before a byte of the answer (a broker stopping, its host powered off): 2 x 2
+            # seed 5 at b552ad0, where a swapover took it for a configuration error and aborted.
+            raise BrokerUnreachable('broker %s closed the connection without an answer at %s'
+                                    % (self.name, self.endpoint))
         except HTTPException as exc:
             raise ManagementError('broker %s: %s did not answer HTTP (%s); is it an https port?'
                                   % (self.name, self.endpoint, type(exc).__name__))

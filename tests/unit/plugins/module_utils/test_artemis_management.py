@@ -183,6 +183,14 @@ def test_a_tls_handshake_cut_short_is_a_broker_going_away_not_a_wrong_ca():
             client.read("x:y=z", "A")
 
 
+def test_a_connection_closed_before_any_answer_is_a_broker_going_away():
+    """A broker stopping, or its host powered off, as the request was on its way: not a configuration error."""
+    with _one_connection() as port:
+        client = ArtemisManagement("b1", "http://127.0.0.1:%d" % port, "admin", "pw")
+        with pytest.raises(BrokerUnreachable, match="closed the connection without an answer"):
+            client.read("x:y=z", "A")
+
+
 def test_plain_http_on_a_tls_port_is_not_taken_for_a_broker_that_is_down():
     """An http:// URL at an https port gets TLS bytes back: a configuration error, not 'unreachable'."""
     with _one_connection(reply=b"\x15\x03\x03\x00\x02\x02\x50") as port:
