@@ -226,3 +226,38 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
     assert result.rc == 0, result.output[-6000:]
     assert "FAILED - RETRYING: [localhost]: Look at both datacentres' brokers before anything changes" \
         in result.output, result.output[-6000:]
+
+
+@pytest.mark.drill
+def test_a_drill_whose_swapover_does_not_go_through_ends_refused_with_nothing_changed(dc1_active_at_the_end, tmp_path):
+    # 2 x 2 seed 5 at 1ab6a86: drill-9's first swapover aborted (dc1 active again, nothing lost) and the drill ended
+    # "The drill failed: ...", read as an operation that failed and moved nothing. Its evidence still says failed.
+    estate = dc1_active_at_the_end
+    target = estate.dc("dc2")
+    stopped = threading.Event()
+
+    def stop_the_target_once_the_load_runs():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not list(tmp_path.glob(".drill-*/ready")):
+            time.sleep(0.5)
+        _signal_broker(estate, target, "STOP")
+        stopped.set()
+        time.sleep(40)  # the swapover's look comes drill_settle_seconds after the load's first round trip
+        _signal_broker(estate, target, "CONT")
+
+    stopper = threading.Thread(target=stop_the_target_once_the_load_runs, daemon=True)
+    stopper.start()
+    try:
+        refused = run_playbook("playbooks/drill.yml", extra_args=[
+            "-e", "drill_target=dc2", "-e", "swapover_answer_timeout=0", "-e", "drill_settle_seconds=15",
+            "-e", f"drill_report_dir={tmp_path}"])
+    finally:
+        stopper.join(timeout=400)
+        _signal_broker(estate, target, "CONT")
+    said = " ".join(refused.output.split())
+    assert stopped.is_set(), refused.output[-4000:]
+    assert refused.rc != 0 and "Refused, nothing changed: the drill's swapover to dc2 did not go through, and its " \
+        f"evidence says failed: Refused, nothing changed: {target.name} does not answer" in said, refused.output[-4000:]
+    assert "TASK [Fence" not in refused.output
+    (evidence,) = tmp_path.glob("drill-*/evidence.json")
+    assert json.loads(evidence.read_text())["sla_passed"] is False
