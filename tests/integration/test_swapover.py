@@ -230,7 +230,7 @@ def test_a_swapover_waits_for_a_broker_that_does_not_answer_yet(dc1_active_at_th
 
 @pytest.mark.drill
 def test_a_drill_whose_swapover_does_not_go_through_ends_refused_with_nothing_changed(dc1_active_at_the_end, tmp_path):
-    # 2 x 2 seed 5 at 1ab6a86: drill-9's first swapover aborted (dc1 active again, nothing lost) and the drill ended
+    # 2 x 2 seed 5 at b552ad0: drill-9's first swapover aborted (dc1 active again, nothing lost) and the drill ended
     # "The drill failed: ...", read as an operation that failed and moved nothing. Its evidence still says failed.
     estate = dc1_active_at_the_end
     target = estate.dc("dc2")
