@@ -190,9 +190,10 @@ def run_regression(name: str, directory: str, before: bool = False) -> dict:
     """A regression schedule (regressions.py) on the estate as it is, or as it was before its fix."""
     regression = REGRESSIONS[name]
     bed = regression.get("before", {}) if before else {}
+    inventory_vars = dict(regression.get("inventory", {}), **bed.get("inventory", {}))
     return run(0, regression["estate"], regression["duration"], directory, steps=regression["steps"],
                name=f"regression-{name}" + ("-before-fix" if before else ""),
-               lock_manager=bed.get("lock_manager", True), inventory_vars=bed.get("inventory"))
+               lock_manager=bed.get("lock_manager", True), inventory_vars=inventory_vars or None)
 
 
 def code_version() -> str:
