@@ -135,3 +135,14 @@ def test_a_failback_to_where_the_groups_are_not_active_is_refused_and_changes_no
     accepted = amqp.send(dc1.amqp_url, dc1.user, dc1.password, f"failback.{uuid.uuid4().hex[:8]}", 1, timeout=30,
                          ca_path=dc1.ca_cert)
     assert len(accepted) == 1
+
+
+def test_a_failover_from_a_datacentre_that_answers_is_refused_saying_only_that(dc1_active_at_the_end):
+    # 2 x 2 seed 5 at 7d8827d: the refusal said "dc1 still answers ([])" and "Or dc2 has no live broker" whichever
+    # stood in the way.
+    estate = dc1_active_at_the_end
+    refused = _run("playbooks/failover.yml", failover_target="dc2", failover_confirm=True)
+    said = " ".join(refused.output.split())
+    assert refused.rc != 0 and f"Refused, nothing changed: dc1 still answers ({estate.dc('dc1').name}): use " \
+        "swapover.yml, which loses nothing." in said, refused.output[-4000:]
+    assert "has no live broker" not in said
