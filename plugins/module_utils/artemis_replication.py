@@ -141,6 +141,20 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
     return reports
 
 
+def silent_brokers(reports, datacentres=None):
+    """Why each broker (of ``datacentres``, when given) cannot be counted on yet: it does not answer, or it answers
+    and has not started (its broker MBean not there yet: starting, stopping, or turning back into a backup)."""
+    silent = []
+    for report in reports:
+        if datacentres is not None and report['datacentre'] not in datacentres:
+            continue
+        if not report.get('reachable'):
+            silent.append('%s does not answer (%s)' % (report['name'], report.get('error', 'unreachable')))
+        elif not report.get('started', True):
+            silent.append('%s has not started (starting, stopping, or turning back into a backup)' % report['name'])
+    return silent
+
+
 def compare_sites(reports, tolerance=0):
     """Per queue, the durable messages on the live broker(s) of each datacentre, and whether they agree within
     ``tolerance``. A queue missing in a reachable datacentre counts as 0 there.
@@ -178,11 +192,7 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     if not mine:
         return ['no broker of %s was given' % datacentre]
     present = [report for report in mine if report['name'] not in absent]
-    for report in present:
-        if not report.get('reachable'):
-            problems.append('%s does not answer (%s)' % (report['name'], report.get('error', 'unreachable')))
-        elif not report.get('started', True):
-            problems.append('%s is not started' % report['name'])
+    problems.extend(silent_brokers(present))
     live_brokers = [report for report in present if report.get('live')]
     if len(live_brokers) != 1:
         problems.append('%s has %s live brokers (%s)' % (

@@ -28,6 +28,13 @@ options:
     description: Report the application queues (and compare them). V(false) reports brokers and links only.
     type: bool
     default: true
+  must_answer:
+    description:
+      - Datacentres whose brokers RV(silent) names when they do not answer or have not started; a procedure waits for
+        them, or refuses by name, before it changes anything.
+    type: list
+    elements: str
+    default: []
 author:
   - continuity.artemis developers (@continuity-artemis)
 '''
@@ -109,6 +116,12 @@ kept_messages:
   description: Sum of every broker's kept messages.
   returned: always
   type: int
+silent:
+  description: "Each broker of O(must_answer) that does not answer or has not started, with why:
+    C(dc2-node1 does not answer (...)), C(dc2-node2 has not started (...)). Empty when every one of them has."
+  returned: always
+  type: list
+  elements: str
 backlog:
   description: Sum of every reachable broker's link backlogs (RV(brokers.links), not the exports).
   returned: always
@@ -120,7 +133,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
-    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
+    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites, silent_brokers)
 
 
 def main():
@@ -128,11 +141,15 @@ def main():
     argument_spec.update(
         tolerance=dict(type='int', default=0),
         queues=dict(type='bool', default=True),
+        must_answer=dict(type='list', elements='str', default=[]),
     )
     argument_spec.update(QUEUE_FILTER_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_at_least(module, request_timeout=1, tolerance=0)
     params = module.params
+    unknown = sorted(set(params['must_answer']) - set(broker['datacentre'] for broker in params['brokers']))
+    if unknown:
+        module.fail_json(msg='must_answer names %s, where no broker of brokers is' % ', '.join(unknown))
     try:
         reports = collect(params['brokers'], params, params['include_prefixes'], params['exclude_prefixes'])
     except ManagementError as exc:
@@ -140,6 +157,7 @@ def main():
     if not params['queues']:
         reports = [dict(report, queues=[]) for report in reports]
     module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
+                     silent=silent_brokers(reports, params['must_answer']),
                      backlog=sum(link['backlog'] for report in reports for link in report['links']),
                      kept_messages=sum(sum(report['kept'].values()) for report in reports))
 

@@ -54,7 +54,7 @@ def test_a_broker_that_does_not_answer_is_named_unless_it_is_absent(monkeypatch)
 def test_a_broker_that_answers_and_is_not_started_is_named(monkeypatch):
     estate = _estate()
     estate["a2"].ready = False
-    assert _problems(_health(monkeypatch, estate)[0]) == ["a2 is not started"]
+    assert _problems(_health(monkeypatch, estate)[0]) == ["a2 has not started (starting, stopping, or turning back into a backup)"]
 
 
 def test_two_live_brokers_in_a_pair_or_none_are_named_and_no_live_broker_is_returned(monkeypatch):

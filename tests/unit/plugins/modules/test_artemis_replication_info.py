@@ -89,6 +89,22 @@ def test_a_broker_that_is_not_started_is_reported_reachable_and_not_live(monkeyp
         True, False, False, "broker dc2-node1 is not started")
 
 
+def test_the_brokers_of_the_datacentres_that_must_answer_and_do_not_are_named_with_why(monkeypatch):
+    assert _info(monkeypatch, _estate())["silent"] == []
+    assert _info(monkeypatch, _estate(reachable=False), must_answer=["dc1"])["silent"] == []
+    assert _info(monkeypatch, _estate(reachable=False), must_answer=["dc1", "dc2"])["silent"] == [
+        "dc2-node1 does not answer (broker dc2-node1 is unreachable)"]
+    assert _info(monkeypatch, _estate(ready=False), must_answer=["dc2"])["silent"] == [
+        "dc2-node1 has not started (starting, stopping, or turning back into a backup)"]
+
+
+def test_a_datacentre_that_must_answer_and_has_no_broker_is_refused_before_any_broker_is_asked(monkeypatch):
+    estate = _estate()
+    outcome = run_main(monkeypatch, artemis_replication_info, estate, {"must_answer": ["dc2", "dc9"]})
+    assert outcome.failed and outcome.result["msg"] == "must_answer names dc9, where no broker of brokers is"
+    assert estate.asked == []
+
+
 def test_a_refused_login_fails_the_module_with_the_brokers_reason(monkeypatch):
     refusal = AuthenticationRefused("broker dc2-node1 refused management_user 'admin' (HTTP 403)")
     outcome = run_main(monkeypatch, artemis_replication_info, _estate(refusal=refusal), {})
