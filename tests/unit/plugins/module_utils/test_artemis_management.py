@@ -18,7 +18,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replica
 
 
 class FakeJolokia(BaseHTTPRequestHandler):
-    """Answers with whatever the test put in ``server.answer``: (HTTP status, JSON body), or sleeps."""
+    """Answers with whatever the test put in ``server.answer``: (HTTP status, JSON body or raw bytes), or sleeps."""
 
     def do_POST(self):  # noqa: N802 - http.server's naming
         self.server.requests.append((dict(self.headers), json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
@@ -26,9 +26,9 @@ class FakeJolokia(BaseHTTPRequestHandler):
         if status == "sleep":
             time.sleep(body)
             status, body = 200, {"status": 200, "value": None}
-        payload = json.dumps(body).encode()
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/html" if isinstance(body, bytes) else "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -49,6 +49,15 @@ def jolokia():
 
 def _client(server, timeout=5):
     return ArtemisManagement("b1", "http://127.0.0.1:%d" % server.server_port, "admin", "s3cret", timeout=timeout)
+
+
+def test_an_answer_that_is_not_json_is_named_with_its_content_type_and_first_bytes(jolokia):
+    jolokia.answer = (200, b"<!doctype html>\n<html>\n  <head><title>Hawtio</title>" + b"x" * 200)
+    with pytest.raises(ManagementError) as raised:
+        _client(jolokia).read("org.apache.activemq.artemis:broker=\"b1\"", ["Started"])
+    assert str(raised.value) == (
+        "broker b1: http://127.0.0.1:%d/console/jolokia did not answer JSON (is it Jolokia?): text/html, "
+        "'<!doctype html> <html> <head><title>Hawtio</title>%s'" % (jolokia.server_port, "x" * 28))
 
 
 def test_a_read_sends_authenticated_json_with_an_origin(jolokia):
