@@ -141,18 +141,18 @@ def collect(brokers, params, include_prefixes=(), exclude_prefixes=()):
     return reports
 
 
-def silent_brokers(reports, datacentres=None):
-    """Why each broker (of ``datacentres``, when given) cannot be counted on yet: it does not answer, or it answers
-    and has not started (its broker MBean not there yet: starting, stopping, or turning back into a backup)."""
-    silent = []
-    for report in reports:
-        if datacentres is not None and report['datacentre'] not in datacentres:
-            continue
-        if not report.get('reachable'):
-            silent.append('%s does not answer (%s)' % (report['name'], report.get('error', 'unreachable')))
-        elif not report.get('started', True):
-            silent.append('%s has not started (starting, stopping, or turning back into a backup)' % report['name'])
-    return silent
+def has_started(report):
+    """The broker answers and has started (a broker that answers without its broker MBean is starting, stopping, or
+    turning back into a backup: it shows no links nor queues, no more than one that does not answer)."""
+    return bool(report.get('reachable')) and report.get('started', True)
+
+
+def silent_brokers(reports):
+    """Why each broker that has not started cannot be counted on yet."""
+    return ['%s does not answer (%s)' % (report['name'], report.get('error', 'unreachable'))
+            if not report.get('reachable') else
+            '%s has not started (starting, stopping, or turning back into a backup)' % report['name']
+            for report in reports if not has_started(report)]
 
 
 def compare_sites(reports, tolerance=0):
@@ -200,7 +200,7 @@ def assess_datacentre(reports, datacentre, live=None, absent=(), link_targets=No
     elif live and live_brokers[0]['name'] != live:
         problems.append('%s is live in %s, not %s' % (live_brokers[0]['name'], datacentre, live))
     for report in present:
-        if report.get('live') or not report.get('reachable') or not report.get('started', True):
+        if report.get('live') or not has_started(report):
             continue
         if not report.get('backup'):
             problems.append('%s is neither live nor a backup' % report['name'])

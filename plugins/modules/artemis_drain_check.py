@@ -114,7 +114,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import (
     ManagementError, management_argument_spec, require_at_least)
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import (
-    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites)
+    QUEUE_FILTER_ARGUMENT_SPEC, collect, compare_sites, has_started)
 
 
 def look(params):
@@ -130,9 +130,8 @@ def look(params):
     out_of_sync = []
     if params['compare_queues'] and not params['caught_up']:
         out_of_sync = [entry for entry in compare_sites(reports, params['tolerance']) if not entry['in_sync']]
-    # A broker that answers but is not started (starting, stopping, failing over or back) shows no links nor queues,
-    # no more than one that does not answer: a source of such brokers alone would look drained.
-    unreachable = [report['name'] for report in reports if not report['reachable'] or not report.get('started', True)]
+    # A source of brokers that have not started alone would look drained.
+    unreachable = [report['name'] for report in reports if not has_started(report)]
     if not any(report.get('live') for report in source):
         # Every broker answers as a backup (a pair between takeover and failback): nothing at the source is read.
         unreachable.append('no live broker at %s' % params['source_datacentre'])

@@ -157,7 +157,8 @@ def main():
     if not params['queues']:
         reports = [dict(report, queues=[]) for report in reports]
     module.exit_json(changed=False, brokers=reports, comparison=compare_sites(reports, params['tolerance']),
-                     silent=silent_brokers(reports, params['must_answer']),
+                     silent=silent_brokers(report for report in reports
+                                           if report['datacentre'] in params['must_answer']),
                      backlog=sum(link['backlog'] for report in reports for link in report['links']),
                      kept_messages=sum(sum(report['kept'].values()) for report in reports))
 
