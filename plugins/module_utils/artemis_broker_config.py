@@ -431,7 +431,8 @@ def retired_mirrors(broker_xml, wanted, listed_queues):
     store-and-forward queue holds (events for a datacentre that has not had them). One goes once it is retired in the
     broker.xml text in use and ``listed_queues`` (the running broker's listQueues rows, a queue it does not list holding
     nothing; None when it could not be read) has its queue empty; while the broker cannot tell, it stays. Each also
-    says its ``backlog`` (None when not read)."""
+    says its ``backlog`` (None when not read) and ``stops_routing``: whether it routes in use, so that these settings
+    stop it routing, a change a broker may take only in the rolling restart's order (artemis_estate.restart_order)."""
     wanted_names = set(connection['name'] for connection in wanted)
     backlogs = None if listed_queues is None else dict(
         (queue['name'], int(queue['messageCount'])) for queue in listed_queues)
@@ -442,6 +443,7 @@ def retired_mirrors(broker_xml, wanted, listed_queues):
         backlog = None if backlogs is None else backlogs.get(MIRROR_QUEUE_PREFIX + connection['name'], 0)
         if connection['mirror']['address_filter'] == RETIRED_MIRROR_FILTER and backlog == 0:
             continue
+        stops_routing = connection['mirror']['address_filter'] != RETIRED_MIRROR_FILTER
         connection['mirror'] = dict(connection['mirror'], address_filter=RETIRED_MIRROR_FILTER)
-        kept.append(dict(connection, backlog=backlog))
+        kept.append(dict(connection, backlog=backlog, stops_routing=stops_routing))
     return kept

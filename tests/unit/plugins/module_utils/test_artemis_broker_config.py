@@ -318,7 +318,7 @@ def test_a_mirror_connection_the_settings_drop_stays_routing_nothing_until_it_wa
     kept = config.retired_mirrors(BROKER_XML_WITH_MIRRORS, wanted, [{"name": "$ACTIVEMQ_ARTEMIS_MIRROR_dc2_all", "messageCount": "0"}])
     # In use with its own filter: it may hold events routed a moment ago, so it is retired first, whatever it holds.
     assert kept == [{"name": "dc2_all", "uri": "tcp://10.0.2.1:61617", "retry_interval": 2000, "user": "replication",
-                     "masked_password": "ENC(1a2b)", "backlog": 0,
+                     "masked_password": "ENC(1a2b)", "backlog": 0, "stops_routing": True,
                      "mirror": {"message_acknowledgements": True, "queue_creation": True, "queue_removal": True,
                                 "address_filter": config.RETIRED_MIRROR_FILTER}}]
     # Retired in use: it goes once its queue is empty (a queue the broker does not list holds nothing) ...
@@ -330,6 +330,9 @@ def test_a_mirror_connection_the_settings_drop_stays_routing_nothing_until_it_wa
         BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], [{"name": "$ACTIVEMQ_ARTEMIS_MIRROR_dc3_all", "messageCount": "757"}])] == [("dc3_all", 757)]
     assert [(c["name"], c["backlog"]) for c in config.retired_mirrors(
         BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], None)] == [("dc3_all", None)]
+    # Only a connection that routes in use is one these settings stop routing (the rolling restart's order).
+    assert [(c["name"], c["stops_routing"]) for c in config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [], None)] \
+        == [("dc2_all", True), ("dc3_all", False)]
     # Nothing in use (no instance yet), or everything still wanted: nothing kept.
     assert config.retired_mirrors("", wanted, None) == []
     assert config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}, {"name": "dc3_all"}], None) == []
