@@ -125,6 +125,10 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    // Asks the other datacentres again while none has answered since this broker activated.
    private ScheduledExecutorService rechecks;
    private volatile boolean unheard;
+   // While groups are held, a re-check says at info level, once a minute, who did not answer and why (3 x 1 seed 5: a
+   // hold that lasted 83 s while a datacentre answered the bed's other clients left nothing to say why).
+   private static final long HOLD_REPORT_MILLIS = 60000;
+   private long lastHoldReport;
    // group -> match -> roles per permission
    private final Map<String, Map<String, List<String>>> fences = new TreeMap<>();
    // Groups held (fenced in memory) at a cold start that heard nobody: group -> match -> the settings before and the
@@ -473,8 +477,18 @@ public class ActivationCheck implements ActiveMQServerPlugin {
    private void recheck() {
       try {
          Set<String> heard = new TreeSet<>();
-         // Quietly: the start said nobody answered, and a lone datacentre would log every question for hours.
-         List<Activation> others = askOthers(heard, true);
+         // Quietly: the start said nobody answered, and a lone datacentre would log every question for hours; but
+         // once a minute while it holds groups, its clients refused meanwhile.
+         boolean holding;
+         synchronized (held) {
+            holding = !held.isEmpty();
+         }
+         long now = System.currentTimeMillis();
+         boolean report = holding && now - lastHoldReport >= HOLD_REPORT_MILLIS;
+         if (report) {
+            lastHoldReport = now;
+         }
+         List<Activation> others = askOthers(heard, !report);
          if (heard.isEmpty()) {
             return;
          }
