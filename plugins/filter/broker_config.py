@@ -71,6 +71,10 @@ def artemis_retired_mirrors(broker_xml, wanted, listed_queues):
     return artemis_broker_config.retired_mirrors(broker_xml, wanted, listed_queues)
 
 
+def artemis_stops_routing_reasons(retired):
+    return artemis_broker_config.stops_routing_reasons(retired)
+
+
 class FilterModule:
     def filters(self):
         return {'artemis_addresses': artemis_addresses, 'artemis_connector_url': artemis_connector_url,
@@ -83,4 +87,5 @@ class FilterModule:
                 'artemis_broker_settings_errors': artemis_broker_settings_errors,
                 'artemis_unapplied_broker_properties': artemis_unapplied_broker_properties,
                 'artemis_store_errors': artemis_store_errors, 'artemis_moved_stores': artemis_moved_stores,
-                'artemis_retired_mirrors': artemis_retired_mirrors}
+                'artemis_retired_mirrors': artemis_retired_mirrors,
+                'artemis_stops_routing_reasons': artemis_stops_routing_reasons}

@@ -37,9 +37,9 @@ def broker_plan(model, host, hosts, settings):
         raise AnsibleFilterError('broker_plan: %s' % exc)
 
 
-def restart_order(brokers, address_groups, datacentres, active_datacentre):
+def restart_order(brokers, address_groups, datacentres, active_datacentre, pending=None):
     try:
-        return artemis_estate.restart_order(brokers, address_groups, datacentres, active_datacentre)
+        return artemis_estate.restart_order(brokers, address_groups, datacentres, active_datacentre, pending)
     except artemis_estate.EstateError as exc:
         raise AnsibleFilterError('restart_order: %s' % exc)
 

@@ -16,7 +16,8 @@ import re
 from xml.etree import ElementTree
 from xml.sax.saxutils import unescape
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import MIRROR_QUEUE_PREFIX
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (MIRROR_QUEUE_PREFIX,
+                                                                                     STOPS_ROUTING_REASON)
 
 # What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
 CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}
@@ -447,3 +448,10 @@ def retired_mirrors(broker_xml, wanted, listed_queues):
         connection['mirror'] = dict(connection['mirror'], address_filter=RETIRED_MIRROR_FILTER)
         kept.append(dict(connection, backlog=backlog, stops_routing=stops_routing))
     return kept
+
+
+def stops_routing_reasons(retired):
+    """The restart reason that the ``retired`` connections (retired_mirrors) stop routing, for the broker's pending
+    restart: [] when none routes in use."""
+    names = [connection['name'] for connection in retired if connection['stops_routing']]
+    return [STOPS_ROUTING_REASON + ', '.join(names)] if names else []

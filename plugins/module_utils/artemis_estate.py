@@ -73,6 +73,9 @@ ACTIVATION_ADDRESS = ESTATE_ADDRESS_PREFIX + 'activation'
 ACTIVATION_GROUP_PROPERTY = 'continuity_group'
 ACTIVATION_DATACENTRE_PROPERTY = 'continuity_active_datacentre'
 ACTIVATION_AT_PROPERTY = 'continuity_activated_at'
+# How a broker's pending restart (the broker role's marker) says that its new settings stop a mirror connection it
+# routes now (artemis_broker_config.stops_routing_reasons): restart_order takes its datacentre after the others.
+STOPS_ROUTING_REASON = 'stops routing mirror connections '
 
 
 GROUP_NAME = re.compile(r'^[A-Za-z0-9-]+$')
@@ -501,17 +504,20 @@ def probe_routes(groups, datacentres, active_datacentre):
     return routes
 
 
-def restart_order(brokers, groups, datacentres, active_datacentre):
+def restart_order(brokers, groups, datacentres, active_datacentre, pending=None):
     """The order in which to restart brokers so that clients keep a live broker and no event loses its way: first the
     datacentres whose brokers do not run all of their mirror connections yet (after the owner moved, the new owner's
     connections to the others: until they run, the others get its events only as the previous owner relays them, and
-    that stops at the previous owner's restart), then the datacentres that own no full_state group, then the owners
-    (in the order of ``datacentres``); one datacentre after the other; inside a datacentre every broker that is not
-    live now (a backup, or one that is down) before the live one.
+    that stops at the previous owner's restart) or cannot say (no live broker now: a broker that is down may be one
+    of them), then the datacentres that own no full_state group, then the owners (in the order of ``datacentres``);
+    after all of them the datacentres whose pending settings stop a mirror connection they route (the previous
+    owner), whatever their brokers report now; one datacentre after the other; inside a datacentre every broker that
+    is not live now (a backup, or one that is down) before the live one.
 
     ``brokers``: ``{name, datacentre, live, links}`` (``live`` as the broker reports it now, unknown counts as not
     live; ``links`` as artemis_replication_info reports them, a live broker's mirror connections among them).
-    Returns the broker names in order."""
+    ``pending``: ``{name: reasons}``, each broker's pending restart (a reason that begins with STOPS_ROUTING_REASON
+    puts its datacentre last). Returns the broker names in order."""
     owned = owned_groups(groups, datacentres, active_datacentre)
     unknown = sorted(set(broker['datacentre'] for broker in brokers) - set(datacentres))
     if unknown:
@@ -520,11 +526,15 @@ def restart_order(brokers, groups, datacentres, active_datacentre):
     planned = dict((datacentre, set()) for datacentre in datacentres)
     for connection in mirror_connections(groups, datacentres, active_datacentre):
         planned[connection['source']].add(connection['name'])
-    gaining = set(broker['datacentre'] for broker in brokers
-                  if broker.get('live') and 'links' in broker
-                  and planned[broker['datacentre']] - set(link['name'] for link in broker['links']
+    reporting = [broker for broker in brokers if broker.get('live') and 'links' in broker]
+    gaining = set(broker['datacentre'] for broker in reporting
+                  if planned[broker['datacentre']] - set(link['name'] for link in broker['links']
                                                           if link.get('engine', MIRROR) == MIRROR))
-    ordered_datacentres = sorted(datacentres, key=lambda dc: (dc not in gaining, bool(owned[dc])))
+    gaining |= set(broker['datacentre'] for broker in brokers) - set(broker['datacentre'] for broker in reporting)
+    stopping = set(broker['datacentre'] for broker in brokers
+                   if any(reason.startswith(STOPS_ROUTING_REASON)
+                          for reason in (pending or {}).get(broker['name'], ())))
+    ordered_datacentres = sorted(datacentres, key=lambda dc: (dc in stopping, dc not in gaining, bool(owned[dc])))
     order = []
     for datacentre in ordered_datacentres:
         members = [broker for broker in brokers if broker['datacentre'] == datacentre]

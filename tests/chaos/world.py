@@ -8,6 +8,7 @@ nothing failed over), the runner skips it and says so in its log; the history ho
 from __future__ import annotations
 
 import datetime
+import glob
 import json
 import os
 import re
@@ -37,6 +38,10 @@ LIVE_BROKER = "live"  # a fixed schedule's fault broker: whichever of its datace
 # synchronisation lasts a second or two.
 BACKUP_SYNCING = "backup_syncing"
 SENDING_TO_REPLICA = "AMQ221025"
+# A fixed schedule's fault with ``when: RESTART_PLANNED`` waits for an operation's rolling restart to read what each
+# broker waits for, the moment before it reads which brokers are live and puts them in order (within 15 minutes).
+RESTART_PLANNED = "restart_planned"
+RESTART_PLANNING_PLAY = "PLAY [Read what each broker waits for and where it answers now]"
 # The credits of a mirror connection (the acceptors' amqpCredits, set by the broker role): after a fault that cuts a
 # mirror connection, its source may send that many messages again, and Artemis's target does not always recognise
 # them (docs/upstream/mirror-duplicate-cache.md): each comes again at that datacentre.
@@ -384,6 +389,8 @@ class World:
         try:
             if waits:
                 self._stop_as_it_sends_its_journal(broker)
+            elif args.get("when") == RESTART_PLANNED and not self._wait_for_output(RESTART_PLANNING_PLAY, 900):
+                return
             self.writer.write("fault", name=step.name, phase="start", id=fault_id, args=args)
             begun = True
             self.log(f"fault {fault_id} start {args}")
@@ -427,6 +434,25 @@ class World:
         if done.returncode:
             raise RuntimeError(f"{node} was not stopped as it sent its journal to its backup: exit {done.returncode} "
                                f"{done.stderr[-300:]}")
+
+    def _wait_for_output(self, line: str, timeout: float) -> bool:
+        """Until an operation's output (<name>.out) has ``line`` once more than it had when this began; False when
+        the run closes first."""
+        def seen() -> dict:
+            counts = {}
+            for path in glob.glob(os.path.join(self.directory, "*.out")):
+                with open(path, errors="replace") as handle:
+                    counts[path] = handle.read().count(line)
+            return counts
+        before = seen()
+        deadline = time.time() + timeout
+        while not self.closing.is_set():
+            if any(count > before.get(path, 0) for path, count in seen().items()):
+                return True
+            if time.time() > deadline:
+                raise RuntimeError(f"no operation's output had {line!r} within {timeout:.0f} s")
+            time.sleep(0.5)
+        return False
 
     def _fault_end(self, name, args) -> None:
         if name == "partition":

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config as config
+from ansible_collections.continuity.artemis.plugins.module_utils import artemis_broker_config as config, artemis_estate
 
 ROLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "broker")
 BUILTIN = [{"name": "DLQ"}, {"name": "ExpiryQueue"}]
@@ -333,6 +333,11 @@ def test_a_mirror_connection_the_settings_drop_stays_routing_nothing_until_it_wa
     # Only a connection that routes in use is one these settings stop routing (the rolling restart's order).
     assert [(c["name"], c["stops_routing"]) for c in config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [], None)] \
         == [("dc2_all", True), ("dc3_all", False)]
+    # ... which the broker's pending restart says, for that order.
+    assert config.stops_routing_reasons(config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [], None)) == [
+        artemis_estate.STOPS_ROUTING_REASON + "dc2_all"]
+    assert config.stops_routing_reasons(config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}], None)) \
+        == []
     # Nothing in use (no instance yet), or everything still wanted: nothing kept.
     assert config.retired_mirrors("", wanted, None) == []
     assert config.retired_mirrors(BROKER_XML_WITH_MIRRORS, [{"name": "dc2_all"}, {"name": "dc3_all"}], None) == []

@@ -110,6 +110,25 @@ def test_restart_order_puts_first_the_datacentres_that_do_not_run_their_mirror_c
         "dc2-node1", "dc3-node1", "dc1-node1"]
 
 
+def test_restart_order_puts_last_the_datacentre_whose_change_stops_routing_and_early_one_that_cannot_say():
+    """The star moves from dc1 to dc2 while dc2's only broker is down (3 x 1 seed 5, 2026-12-03: read from the live
+    brokers alone, dc1 came before dc2 and sent dc3's events to dc2 alone). dc2, which cannot say what it runs, comes
+    before dc1; dc1, whose pending restart stops its connection to dc3 routing, comes last, whether it runs or not."""
+    datacentres = ["dc1", "dc2", "dc3"]
+    before = artemis_estate.mirror_connections([{"name": "all"}], datacentres, "dc1")
+    brokers = [{"name": dc + "-node1", "datacentre": dc, "live": dc != "dc2",
+                "links": [{"name": link["name"]} for link in before if link["source"] == dc]} for dc in datacentres]
+    stops = {"dc1-node1": ["changed broker.xml", artemis_estate.STOPS_ROUTING_REASON + "dc3_all"]}
+    for pending in (stops, None):
+        assert artemis_estate.restart_order(brokers, [{"name": "all"}], datacentres, "dc2", pending) == [
+            "dc3-node1", "dc2-node1", "dc1-node1"]
+    # dc1's broker down too: it cannot say either, and only its pending restart keeps it last.
+    down = [dict(broker, live=False) if broker["datacentre"] == "dc1" else broker for broker in brokers]
+    assert artemis_estate.restart_order(down, [{"name": "all"}], datacentres, "dc2", stops) == [
+        "dc3-node1", "dc2-node1", "dc1-node1"]
+    assert artemis_estate.restart_order(down, [{"name": "all"}], datacentres, "dc2")[0] == "dc1-node1"
+
+
 def test_restart_order_refuses_a_broker_of_an_unknown_datacentre():
     with pytest.raises(artemis_estate.EstateError, match="dc7"):
         artemis_estate.restart_order([{"name": "x", "datacentre": "dc7", "live": True}], [{"name": "all"}],
