@@ -62,16 +62,19 @@ REGRESSIONS = {
         Step(102.0, "fault", "kill", 400, {"broker": "dc1-node1", "datacentre": "dc1"}),
     ]},
     # 3 x 1 seed 5 at 27bd0c6: the same move of the star from dc1 to dc2, and dc2's broker killed as the rolling
-    # restart read which brokers were live. The order counted only what live brokers ran: dc2, down, did not count as
+    # restart read which brokers were live. The order counted only what live brokers ran: dc2, silent, did not count as
     # lacking its connection to dc3, and came after dc1, which went first to sending its events to dc2 alone while
-    # dc2 ran its old settings without a connection to dc3 (785 `inflow` copies for dc3 lost in 40 s). Fixed in
-    # artemis_estate.restart_order: a datacentre without a live broker counts as lacking its connections, and one
-    # whose pending restart stops a mirror connection it routes comes after all others. No inventory switch: its run
-    # before the fix has the order of the commit before it.
-    "star-move-with-the-new-centre-down": {"estate": "3x1", "duration": 720, "steps": [
+    # dc2, started again, ran its old settings without a connection to dc3 (785 `inflow` copies for dc3 lost in 40 s).
+    # Fixed in artemis_estate.restart_order: a datacentre without a live broker counts as lacking its connections, and
+    # one whose pending restart stops a mirror connection it routes comes after all others. No inventory switch: its
+    # run before the fix has the order of the commit before it.
+    # dc2's broker is stopped (SIGSTOP), not killed: it answers nothing as the order is read and is live again, with its
+    # old settings, before dc1's turn. Killed, it was still starting when its own turn came and had relayed nothing
+    # with its old settings (two runs before the fix lost nothing so).
+    "star-move-with-the-new-centre-silent": {"estate": "3x1", "duration": 600, "steps": [
         Step(30.0, "operation", "swapover", 60, {"skip": 1}),
         Step(100.0, "operation", "rolling_change", 300, {}),
-        Step(101.0, "fault", "kill", 240, {"broker": "dc2-node1", "datacentre": "dc2", "when": "restart_planned"}),
+        Step(101.0, "fault", "stop", 30, {"broker": "dc2-node1", "datacentre": "dc2", "when": "restart_planned"}),
     ]},
     # 2 x 2 seed 10 at 84a8470: a pair's live broker SIGSTOPped longer than its ZooKeeper session lost its lock, its
     # peer took over, and on SIGCONT it stopped itself with exit 0, which Restart=on-failure left down: the

@@ -231,3 +231,41 @@ def test_a_stop_that_waits_for_the_backup_s_synchronisation_starts_when_the_brok
     runner.fault(step, 0.0)
     assert [fields["phase"] for _kind, fields in runner.written] == ["start", "end"]
     assert "error" in runner.written[-1][1] and "was not stopped as it sent its journal" in runner.written[-1][1]["error"]
+
+
+def test_a_fault_that_waits_for_the_restart_plan_comes_when_an_operation_reaches_it_again(tmp_path):
+    # The regression of 3 x 1 seed 5's fourth run: dc2's broker silent as the rolling restart reads who is live. An
+    # earlier operation's plan does not count; the fault starts once one more output has the play.
+    (tmp_path / "swapover-1.out").write_text(world.RESTART_PLANNING_PLAY + "\n")
+    step = types.SimpleNamespace(at=0.0, duration=0.0, name="stop",
+                                 args={"broker": "dc2-node1", "datacentre": "dc2", "when": world.RESTART_PLANNED})
+    runner = _faulting("dc2-node1")
+    runner.directory, runner.lock_session_s = str(tmp_path), 6.0
+    signals = []
+    runner._broker_signal = lambda node, name, **_kwargs: signals.append((node, name))
+    sleeps = []
+
+    def sleep(_seconds):
+        sleeps.append(_seconds)
+        assert signals == [], "stopped before the plan"
+        if len(sleeps) == 3:
+            (tmp_path / "rolling_change-2.out").write_text("PLAY [Build]\n" + world.RESTART_PLANNING_PLAY + "\n")
+
+    real_sleep, world.time.sleep = world.time.sleep, sleep
+    try:
+        runner.fault(step, 0.0)
+    finally:
+        world.time.sleep = real_sleep
+    assert len(sleeps) == 3 and signals == [("dc2-node1", "STOP"), ("dc2-node1", "CONT")]
+    assert [fields["phase"] for _kind, fields in runner.written] == ["start", "end"]
+
+    # The run closing while it waits: no fault.
+    closing = _faulting("dc2-node1")
+    closing.directory, closing.lock_session_s = str(tmp_path), 6.0
+    closing._broker_signal = lambda node, name, **_kwargs: signals.append((node, name))
+    world.time.sleep = lambda _seconds: closing.closing.set()
+    try:
+        closing.fault(step, 0.0)
+    finally:
+        world.time.sleep = real_sleep
+    assert closing.written == [] and len(signals) == 2 and closing.faulted == set()
