@@ -127,6 +127,11 @@ def test_restart_order_puts_last_the_datacentre_whose_change_stops_routing_and_e
     assert artemis_estate.restart_order(down, [{"name": "all"}], datacentres, "dc2", stops) == [
         "dc3-node1", "dc2-node1", "dc1-node1"]
     assert artemis_estate.restart_order(down, [{"name": "all"}], datacentres, "dc2")[0] == "dc1-node1"
+    # dc3 stops its connection to dc1 routing too (the star no longer goes through dc1): after dc2, which only gains,
+    # and before dc1, which gains nothing (the regression's order, star-move-with-the-new-centre-silent).
+    both = dict(stops, **{"dc3-node1": [artemis_estate.STOPS_ROUTING_REASON + "dc1_all"]})
+    assert artemis_estate.restart_order(brokers, [{"name": "all"}], datacentres, "dc2", both) == [
+        "dc2-node1", "dc3-node1", "dc1-node1"]
 
 
 def test_restart_order_refuses_a_broker_of_an_unknown_datacentre():
