@@ -40,7 +40,7 @@ REGRESSIONS = {
     # there), dc1's `inflow` copies reach dc3 only as dc2 relays them. dc2's broker restarted while cut off from dc3,
     # and Artemis dropped what it relayed to dc3 until its connection there connected again. Fixed by the replication
     # plugin's RelayIdentities (docs/upstream/mirror-relay-drop.md); the estate before the fix has no inventory
-    # switch, its run is 3x1-seed5.json.
+    # switch, its run is 3x1-seed5.json as committed at 7048b5d (docs/chaos.md).
     # The partition and the kill come once site.yml has moved the star and every connection has connected (under
     # load site.yml took 11 minutes).
     "relay-after-restart-cut-off": {"estate": "3x1", "duration": 1080, "steps": [
