@@ -16,8 +16,8 @@ import re
 from xml.etree import ElementTree
 from xml.sax.saxutils import unescape
 
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (MIRROR_QUEUE_PREFIX,
-                                                                                     STOPS_ROUTING_REASON)
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_estate import (
+    MIRROR_QUEUE_PREFIX, STOPS_ROUTING_REASON)
 
 # What an entry's unset options mean (the role's argument specs document the same values; a unit test compares them).
 CONNECTOR_DEFAULTS = {'port': 61616, 'tls': True, 'trust_store_path': None, 'parameters': {}}

@@ -529,7 +529,7 @@ def restart_order(brokers, groups, datacentres, active_datacentre, pending=None)
     reporting = [broker for broker in brokers if broker.get('live') and 'links' in broker]
     gaining = set(broker['datacentre'] for broker in reporting
                   if planned[broker['datacentre']] - set(link['name'] for link in broker['links']
-                                                          if link.get('engine', MIRROR) == MIRROR))
+                                                         if link.get('engine', MIRROR) == MIRROR))
     gaining |= set(broker['datacentre'] for broker in brokers) - set(broker['datacentre'] for broker in reporting)
     stopping = set(broker['datacentre'] for broker in brokers
                    if any(reason.startswith(STOPS_ROUTING_REASON)
