@@ -233,7 +233,7 @@ def test_a_stop_that_waits_for_the_backup_s_synchronisation_starts_when_the_brok
     assert "error" in runner.written[-1][1] and "was not stopped as it sent its journal" in runner.written[-1][1]["error"]
 
 
-def test_a_fault_that_waits_for_the_restart_plan_comes_when_an_operation_reaches_it_again(tmp_path):
+def test_a_fault_that_waits_for_the_restart_plan_comes_when_an_operation_reaches_it_again(tmp_path, monkeypatch):
     # The regression of 3 x 1 seed 5's fourth run: dc2's broker silent as the rolling restart reads who is live. An
     # earlier operation's plan does not count; the fault starts once one more output has the play.
     (tmp_path / "swapover-1.out").write_text(world.RESTART_PLANNING_PLAY + "\n")
@@ -251,11 +251,8 @@ def test_a_fault_that_waits_for_the_restart_plan_comes_when_an_operation_reaches
         if len(sleeps) == 3:
             (tmp_path / "rolling_change-2.out").write_text("PLAY [Build]\n" + world.RESTART_PLANNING_PLAY + "\n")
 
-    real_sleep, world.time.sleep = world.time.sleep, sleep
-    try:
-        runner.fault(step, 0.0)
-    finally:
-        world.time.sleep = real_sleep
+    monkeypatch.setattr(world.time, "sleep", sleep)
+    runner.fault(step, 0.0)
     assert len(sleeps) == 3 and signals == [("dc2-node1", "STOP"), ("dc2-node1", "CONT")]
     assert [fields["phase"] for _kind, fields in runner.written] == ["start", "end"]
 
@@ -263,9 +260,6 @@ def test_a_fault_that_waits_for_the_restart_plan_comes_when_an_operation_reaches
     closing = _faulting("dc2-node1")
     closing.directory, closing.lock_session_s = str(tmp_path), 6.0
     closing._broker_signal = lambda node, name, **_kwargs: signals.append((node, name))
-    world.time.sleep = lambda _seconds: closing.closing.set()
-    try:
-        closing.fault(step, 0.0)
-    finally:
-        world.time.sleep = real_sleep
+    monkeypatch.setattr(world.time, "sleep", lambda _seconds: closing.closing.set())
+    closing.fault(step, 0.0)
     assert closing.written == [] and len(signals) == 2 and closing.faulted == set()
