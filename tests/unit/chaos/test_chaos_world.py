@@ -72,6 +72,7 @@ def _supervised(pids_seen, log=CRASHED):
     supervisor.estate = types.SimpleNamespace(nodes=[node], broker_pids=lambda _node: next(looks))
     supervisor.stopping, supervisor.lock = _Stopping(), world.threading.RLock()
     supervisor.faulted, supervisor.down_datacentres, supervisor.findings, supervisor.started = set(), set(), [], []
+    supervisor.restarting_play = None
     supervisor._log_lines = lambda _name, _pattern: list(log)
     supervisor._last_words = lambda _name: "AMQ224056: Primary server will not fail-back automatically"
     supervisor.logged, supervisor.written = [], []
@@ -93,6 +94,26 @@ def test_a_broker_that_ended_by_itself_is_started_again_and_named():
     supervisor.supervise()
     assert supervisor.findings == ["dc2-node1 ended by itself: AMQ224056: Primary server will not fail-back "
                                    "automatically"]
+    assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
+
+
+def test_a_broker_found_down_while_a_play_restarts_brokers_is_left_to_the_play_then_started_after_it():
+    # 3 x 1 seed 5's fifth run: upgrade-39 stopped dc1-node1 (still starting: no clean line in its log), and the
+    # supervisor started it again before the play's `artemis upgrade` as if it had crashed.
+    supervisor = _supervised([[], [], [], []])
+    supervisor.restarting_play = "upgrade-39"
+    supervisor.stopping = types.SimpleNamespace(rounds=0)
+
+    def wait(_seconds):
+        supervisor.stopping.rounds += 1
+        if supervisor.stopping.rounds == 3:
+            supervisor.restarting_play = None  # the play has ended
+        return supervisor.stopping.rounds > 3
+
+    supervisor.stopping.wait = wait
+    supervisor.supervise()
+    assert supervisor.logged[:2] == ["dc2-node1 found down while upgrade-39 stops and starts brokers: left to it",
+                                     "broker dc2-node1 started (MainThread)"]  # said once, started after the play
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
 
 
