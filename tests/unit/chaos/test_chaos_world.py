@@ -117,6 +117,36 @@ def test_a_broker_found_down_while_a_play_restarts_brokers_is_left_to_the_play_t
     assert [args[:2] for args in supervisor.started] == [("exec", "dc2-node1")]
 
 
+def test_a_fault_that_ends_while_a_failover_powers_its_datacentre_off_leaves_its_broker_down():
+    # 2 x 2 seed 3 at be82a4d: power_off-1's end powered dc1-node1 on between failover-3's power-offs.
+    bed = world.World.__new__(world.World)
+    nodes = [types.SimpleNamespace(name=f"dc1-node{index}", dc="dc1") for index in (1, 2)]
+    bed.estate = types.SimpleNamespace(nodes=nodes, broker_pids=lambda _node: [])
+    bed.lock, bed.faulted, bed.down_datacentres, bed.logged = world.threading.RLock(), set(), set(), []
+    bed.log = bed.logged.append
+    powering_off, carry_on, calls = world.threading.Event(), world.threading.Event(), []
+
+    def testbed(*args, **_kwargs):
+        calls.append(args[:2])
+        if args == ("stop-node", "dc1-node1"):
+            powering_off.set()
+            carry_on.wait(5)
+
+    bed.testbed = testbed
+    failover = world.threading.Thread(target=bed._power_off, args=("dc1",))
+    failover.start()
+    assert powering_off.wait(5)
+    fault_end = world.threading.Thread(target=bed._fault_end,
+                                       args=("power_off", {"broker": "dc1-node1", "datacentre": "dc1"}))
+    fault_end.start()
+    fault_end.join(0.5)
+    carry_on.set()
+    failover.join(5)
+    fault_end.join(5)
+    assert calls == [("stop-node", "dc1-node1"), ("stop-node", "dc1-node2")]
+    assert bed.logged == ["dc1-node1 stays down: a failover took its datacentre down"]
+
+
 @pytest.mark.parametrize("log", [LOST_ITS_LOCK, (START, SEQUENCE_NOT_RAISED, STOP)])
 def test_a_primary_that_stopped_itself_after_losing_its_lock_is_started_again_as_restart_always_would(log):
     # 2 x 2 seed 10 at 84a8470: a primary stalled past its ZooKeeper session stopped itself (exit 0) and stayed down.
