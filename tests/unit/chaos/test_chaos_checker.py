@@ -433,6 +433,49 @@ def test_a_datacentre_that_starts_cold_while_cut_off_may_hold_its_groups_until_t
     assert _broken(heard) == ["active_somewhere"]
 
 
+def _dc1_live(t, live=True):
+    return {"kind": "brokers", "t": t, "datacentre": "dc1", "brokers": ["dc1-node1"], "live": ["dc1-node1"] if live
+            else [], "in_sync": [], "silent": [] if live else ["dc1-node1"]}
+
+
+@pytest.mark.parametrize("delay_ms, jitter_ms, excused", [(400, 100, True), (300, 120, True), (150, 100, False)])
+def test_a_cold_start_over_a_wan_too_slow_for_the_activation_check_may_hold_until_the_wan_is_back(
+        delay_ms, jitter_ms, excused):
+    # 2 x 2 seed 6 at 62151ce: dc2 came back from an abrupt failover over a 400 ms (+100 ms jitter, 5 % loss) WAN;
+    # its broker's check heard neither of dc1's brokers within its 5 s and held `east` until dc1 answered.
+    slow = _fault(190, 240, "wan_degraded", "f2", between=["dc1", "dc2"], delay_ms=delay_ms, jitter_ms=jitter_ms,
+                  loss_percent=5)
+    release = 240 + checker.HOLD_RELEASE_SECONDS
+    held = _clean() + slow + _returning_dc2(200) + [_activity(202), _activity(release - 1, "dc2")]
+    assert _broken(held) == ([] if excused else ["active_somewhere"])
+
+
+def test_a_cold_start_while_no_other_datacentre_has_a_live_broker_may_hold_until_one_has():
+    release = 300 + checker.HOLD_RELEASE_SECONDS
+    dark_dc1 = [_dc1_live(190, live=False), _dc1_live(300)]
+    held = _clean() + _returning_dc2(200) + dark_dc1 + [_activity(202), _activity(release - 1, "dc2")]
+    verdict = _verdicts(held)["active_somewhere"]
+    assert verdict["holds"], verdict
+    assert verdict["counted"]["holds"] == [{"datacentre": "dc2", "broker": "dc2-node1", "from": 200, "to": release}]
+    wedged = _clean() + _returning_dc2(200) + dark_dc1 + [_activity(202), _activity(release + 30, "dc2")]
+    assert _broken(wedged) == ["active_somewhere"]
+
+
+def test_what_cuts_a_datacentre_off_one_after_the_other_is_one_isolation_when_a_re_check_can_miss_the_gap():
+    # A slow WAN, then 6 s later a partition, then 8 s later dc1 without a live broker (seed 6's chain).
+    slow = _fault(190, 240, "wan_degraded", "f2", between=["dc1", "dc2"], delay_ms=400, jitter_ms=100)
+    partition = _fault(246, 286, "partition", "f3", between=["dc1", "dc2"])
+    dark_dc1 = [_dc1_live(294, live=False), _dc1_live(370)]
+    release = 370 + checker.HOLD_RELEASE_SECONDS
+    chain = _clean() + slow + partition + _returning_dc2(200) + dark_dc1
+    assert _broken(chain + [_activity(202), _activity(release - 1, "dc2")]) == []
+    # A gap longer than a re-check and its wait is a window the hold had to see: it ends there.
+    late_partition = _fault(240 + checker.HOLD_CHECK_SECONDS + checker.ACTIVATION_CHECK_WAIT_SECONDS + 30, 320,
+                            "partition", "f3", between=["dc1", "dc2"])
+    apart = _clean() + slow + late_partition + _returning_dc2(200)
+    assert _broken(apart + [_activity(202), _activity(300, "dc2")]) == ["active_somewhere"]
+
+
 @pytest.mark.parametrize("events, why", [
     (_operation(120, None, "swapover", "o9"), "started, never ended"),
     (_operation(120, 130, "swapover", "o9", outcome="failed", message="broker unreachable"),
