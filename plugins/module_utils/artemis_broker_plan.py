@@ -117,6 +117,7 @@ def _routing(model, datacentre, hosts, settings):
                                   'last_value_key': model['activation_group_property']})
         routing['activation_check'] = {'datacentre': datacentre, 'user': settings['user'],
                                        'unheard': settings['activation_unheard'],
+                                       'timeout_ms': int(settings['activation_check_timeout_ms']),
                                        'fence_staging': model['fence_staging'],
                                        'connectors': [name for target in peers for name in connectors_of(target)]}
     routing.update(inbound_prefix=model['inbound_prefix'] if links else '',

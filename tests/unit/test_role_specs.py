@@ -75,6 +75,9 @@ BAD_VALUES = {
                              ["routing_type", "broadcast", "broker_addresses"]),
     "unknown layout": ("replication", "preflight", "replication_layout", "active_active",
                        ["replication_layout", "active_active"]),
+    "activation check wait that is not a number": ("replication", "preflight",
+                                                   "replication_activation_check_timeout_ms", "five seconds",
+                                                   ["replication_activation_check_timeout_ms", "five seconds"]),
 }
 
 

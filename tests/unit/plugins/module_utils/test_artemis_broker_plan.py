@@ -31,7 +31,7 @@ HOSTS = {"dc1": [{"name": "dc1-a", "address": "10.0.1.1"}, {"name": "dc1-b", "ad
          "dc3": [{"name": "dc3-a", "address": "dc3-a"}]}
 SETTINGS = {"layout": "shared_nothing", "tls": True, "port": 5672, "tls_port": 5673, "ha_port": 61616,
             "ha_failback": False, "ha_failure_detection_ms": 10000, "zookeeper": {"connect-string": "zk:2181"},
-            "activation_unheard": "hold", "idle_timeout": 10000, "retry_interval": 5000, "user": "replicator",
+            "activation_unheard": "hold", "activation_check_timeout_ms": 5000, "idle_timeout": 10000, "retry_interval": 5000, "user": "replicator",
             "password": "not-a-secret-replication", "external_brokers": EXTERNAL}
 PLAIN_SHARED_STORE = dict(SETTINGS, layout="shared_store", tls=False, zookeeper={}, idle_timeout=20000,
                           ha_failback=True)
@@ -60,6 +60,9 @@ def test_a_primary_with_tls_logs_in_by_certificate_and_checks_activation_at_its_
     assert plan["ha"]["peers"] == ["10.0.1.2:61616"] and not plan["ha"]["backup"]
     assert plan["routing"]["activation_check"]["connectors"] == [
         "continuity.dc2-a", "continuity.dc2-b", "continuity.dc3-a"]
+    assert plan["routing"]["activation_check"]["timeout_ms"] == 5000
+    assert _plan("dc1-a", dict(SETTINGS, activation_check_timeout_ms="12000"))["routing"]["activation_check"][
+        "timeout_ms"] == 12000
     export = [bridge for bridge in plan["routing"]["bridges"] if bridge["name"].startswith("continuity.export.")]
     assert [(bridge["forwarding_address"], bridge["routing_type"]) for bridge in export] == [
         ("books.out", "anycast"), ("books.topic", "multicast")]
