@@ -43,6 +43,7 @@ from ansible_collections.continuity.artemis.plugins.module_utils import artemis_
 from benchmarks import broker_process, render, rpo_job
 from support import ledger
 from support import amqp_clients as amqp
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook, set_layout_vars
 from support.measurement import Measurement
@@ -52,6 +53,10 @@ ARTEMIS_HOME = os.environ.get("ARTEMIS_HOME") or os.path.join(REPO_ROOT, ".cache
 # What B1 sends to: the estate mirrors `repl.`; `local.` is in no group. (A `sync` mirror, Artemis's synchronous
 # mode, is not measured: with it dc1's broker was halted by its critical analyzer twice; see the note of issue 16.)
 DESTINATIONS = {"async": "repl.bench", "unmirrored": "local.bench"}
+# B1's attribution set sends to a messages_only group (`inflow.`: a mirror without acknowledgements) in place of
+# `async`: beside the `core` set it shows what mirroring each acknowledgement costs dc1. Its copies stay at dc2.
+MESSAGES_ONLY = {"messages_only": "inflow.bench"}
+ATTRIBUTION_SET = "core, acknowledgements not mirrored"
 ADDRESS_GROUPS = [{"name": "repl", "addresses": ["repl."], "mode": "full_state"},
                   {"name": "inflow", "addresses": ["inflow."], "mode": "messages_only"},
                   {"name": "bridged", "addresses": ["bridged."], "mode": "messages_only", "engine": "bridge"}]
@@ -195,7 +200,7 @@ def _b1_run(estate: Estate, kind: str, pinned: bool, seconds: int, warmup: int, 
     transfer times, each broker's CPU per message (from before the run until the mirror has sent everything), and
     with ``profile`` a Flight Recorder summary of dc1's broker over the run."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
-    destination = f"{DESTINATIONS[kind]}.{uuid.uuid4().hex[:8]}"
+    destination = f"{(DESTINATIONS | MESSAGES_ONLY)[kind]}.{uuid.uuid4().hex[:8]}"
     cpu_before = {node.dc: broker_process.cpu_seconds(node) for node in (dc1, dc2)}
     recorded: dict = {}
     recording = (broker_process.flight_recording(dc1, f"b1-{uuid.uuid4().hex[:8]}", recorded) if profile
@@ -206,6 +211,11 @@ def _b1_run(estate: Estate, kind: str, pinned: bool, seconds: int, warmup: int, 
     backlog = mirror_backlog(dc1)
     drained = wait_mirror_drained(dc1)
     cpu_after = {node.dc: broker_process.cpu_seconds(node) for node in (dc1, dc2)}
+    if kind in MESSAGES_ONLY:
+        # dc2 keeps the copies of a messages_only group: gone before the next run, which they would slow down.
+        management = dc2.management()
+        management.execute(broker_mbean(management.name), "destroyQueue(java.lang.String,boolean,boolean)",
+                           destination, True, True)
     cpu_used = {dc: {part: cpu_after[dc][part] - cpu_before[dc][part] for part in cpu_after[dc]} for dc in cpu_after}
     totals = next(sample for sample in report if sample.get("sampleType") == "summary")
     messages = totals["totalCompleted"]
@@ -248,16 +258,17 @@ def warm_up(estate: Estate, truststore: tuple[str, str]) -> list[dict]:
     return rounds
 
 
-def _b1_ratios(runs: list[dict]) -> dict:
+def b1_ratios(runs: list[dict]) -> dict:
     """Mirrored / unmirrored producer rate per round of ``runs`` (each round one run of each kind), and each kind's
     median CPU per message and send and transfer times."""
+    mirrored = "async" if any(row["kind"] == "async" for row in runs) else next(iter(MESSAGES_ONLY))
     by_round: dict = {}
     for row in runs:
         by_round.setdefault(row["round"], {})[row["kind"]] = row
-    rounds = [pair for pair in by_round.values() if {"async", "unmirrored"} <= set(pair)]
-    ratios = [pair["async"]["sent_per_s"] / pair["unmirrored"]["sent_per_s"] for pair in rounds]
+    rounds = [pair for pair in by_round.values() if {mirrored, "unmirrored"} <= set(pair)]
+    ratios = [pair[mirrored]["sent_per_s"] / pair["unmirrored"]["sent_per_s"] for pair in rounds]
     per_kind = {}
-    for kind in DESTINATIONS:
+    for kind in dict.fromkeys(row["kind"] for row in runs):
         rows = [row for row in runs if row["kind"] == kind]
         per_kind[kind] = {
             "sent_per_s": [row["sent_per_s"] for row in rows],
@@ -270,10 +281,10 @@ def _b1_ratios(runs: list[dict]) -> dict:
                                               if "compiler_share_of_cpu" in row), default=None)}
     return {"ratios": [round(x, 3) for x in ratios],
             "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
-            "all_rounds_ratio": round(sum(pair["async"]["sent_per_s"] for pair in rounds)
+            "all_rounds_ratio": round(sum(pair[mirrored]["sent_per_s"] for pair in rounds)
                                       / sum(pair["unmirrored"]["sent_per_s"] for pair in rounds), 3) if rounds else None,
-            "mirrored_per_s": per_kind["async"]["sent_per_s"], "unmirrored_per_s": per_kind["unmirrored"]["sent_per_s"],
-            "per_kind": per_kind}
+            "mirrored_kind": mirrored, "mirrored_per_s": per_kind[mirrored]["sent_per_s"],
+            "unmirrored_per_s": per_kind["unmirrored"]["sent_per_s"], "per_kind": per_kind}
 
 
 def mirror_cost(run: Run) -> dict:
@@ -294,9 +305,9 @@ def mirror_cost(run: Run) -> dict:
               f"{row['backlog_drain_s']} s", flush=True)
         return row
 
-    def rounds_of(measured_set: str, pinned: bool = True, **options) -> None:
+    def rounds_of(measured_set: str, pinned: bool = True, kinds: tuple = tuple(DESTINATIONS), **options) -> None:
         for round_number in range(1, rounds + 1):
-            for kind in DESTINATIONS:
+            for kind in kinds:
                 measure(measured_set, round_number, kind, pinned, **options)
 
     def profiles_of(measured_set: str, **options) -> None:
@@ -314,6 +325,11 @@ def mirror_cost(run: Run) -> dict:
             rounds_of("core unpinned", pinned=False)
             pin(estate, True)
             rounds_of("core")
+            try:
+                rounds_of(ATTRIBUTION_SET, kinds=(*MESSAGES_ONLY, "unmirrored"))
+            except Exception as exc:  # noqa: BLE001 - recorded; the other sets still count
+                traceback.print_exc()
+                variant_errors[ATTRIBUTION_SET] = f"{type(exc).__name__}: {exc}"[:3000]
             unmirrored = statistics.median(row["sent_per_s"] for row in runs
                                            if row["set"] == "core" and row["kind"] == "unmirrored")
             fixed_rate = int(unmirrored / 2)
@@ -338,10 +354,15 @@ def mirror_cost(run: Run) -> dict:
                 converge({"broker_acceptor_changes_allowed": True})
             pin(estate, False)
     placements = {"unpinned": "core unpinned", "pinned": "core"}
-    summary = {f"{placement}.async": _b1_ratios([row for row in runs if row["set"] == measured_set])
+    summary = {f"{placement}.async": b1_ratios([row for row in runs if row["set"] == measured_set])
                for placement, measured_set in placements.items()}
-    sets = {name: _b1_ratios([row for row in runs if row["set"] == name])
-            for name in dict.fromkeys(row["set"] for row in runs) if not name.endswith("profile")}
+    by_set: dict = {}
+    for row in runs:
+        by_set.setdefault(row["set"], []).append(row)
+    # A set cut short before it ran both of its kinds (its error is in variant_errors) has no ratio.
+    sets = {name: b1_ratios(rows) for name, rows in by_set.items()
+            if not name.endswith("profile") and "unmirrored" in {row["kind"] for row in rows}
+            and {"async", *MESSAGES_ONLY} & {row["kind"] for row in rows}}
     profiles = {name: {row["kind"]: {"profile": row["profile"], "sent_per_s": row["sent_per_s"],
                                      "cpu_us_per_message": row["cpu_us_per_message"],
                                      "allocated_bytes_per_message": row["allocated_bytes_per_message"]}
@@ -358,7 +379,8 @@ def mirror_cost(run: Run) -> dict:
             "method": {"client": "artemis perf client", "producers": 1, "consumers": 1, "persistent": True,
                        "message_size": 1024, "seconds": seconds, "warmup_seconds": warmup, "rounds": rounds,
                        "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0,
-                       "fixed_rate_per_s": fixed_rate, "variants": variants,
+                       "fixed_rate_per_s": fixed_rate, "variants": variants, "attribution_set": ATTRIBUTION_SET,
+                       "attribution_destination": MESSAGES_ONLY,
                        "profiler": "Java Flight Recorder, settings=profile, on dc1's broker over one run",
                        "warm_up": f"pinned rounds of {WARM_UP_SECONDS} s runs to each destination with CORE and "
                                   f"AMQP until dc1's JIT compiler took under {WARM_COMPILER_SHARE:.0%} of its CPU "

@@ -70,8 +70,9 @@ def _b1(result: dict, out_dir: str) -> list[str]:
     return lines
 
 
-def _pair(per_kind: dict, pick) -> str:
-    mirrored, unmirrored = pick(per_kind["async"]), pick(per_kind["unmirrored"])
+def _pair(row: dict, pick) -> str:
+    per_kind = row["per_kind"]
+    mirrored, unmirrored = pick(per_kind[row.get("mirrored_kind", "async")]), pick(per_kind["unmirrored"])
     return " / ".join(f"{value:,}" if isinstance(value, (int, float)) else value for value in (mirrored, unmirrored))
 
 
@@ -90,23 +91,25 @@ def _b1_sets(result: dict) -> list[str]:
              "(`artemis perf client`'s, the durable send's round trip) and the transfer time (send to receive) "
              f"at p50 and p99. The half-rate set sends {method['fixed_rate_per_s']:,} msg/s, half the median "
              "unmirrored CORE rate, to both destinations. "
+             + (f"The set `{method['attribution_set']}` sends to a messages_only group (a mirror that does not "
+                "carry acknowledgements) in place of the full_state one: beside `core`, what mirroring each "
+                "acknowledgement costs. " if method.get("attribution_set") in result["sets"] else "")
              + ", ".join(f"`{name}`: `{yaml.safe_dump(overrides, default_flow_style=True, width=400).strip()}`"
                          for name, overrides in method.get("variants", {}).items()) + " (site.yml's extra variables).",
              "", "| set | msg/s mirrored (unmirrored) | median ratio | dc1 CPU µs/msg | dc2 CPU µs/msg | send p50 µs "
              "| send p99 µs | transfer p50 µs | transfer p99 µs | dc1's JIT compiler, most in a run |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in result["sets"].items():
-        per_kind = row["per_kind"]
         rates = (f"{', '.join(f'{v:,.0f}' for v in row['mirrored_per_s'])} "
                  f"({', '.join(f'{v:,.0f}' for v in row['unmirrored_per_s'])})")
         lines.append(f"| {name} | {rates} | **{row['median_ratio']}** "
-                     f"| {_pair(per_kind, lambda k: k['cpu_us_per_message']['dc1'])} "
-                     f"| {_pair(per_kind, lambda k: k['cpu_us_per_message']['dc2'])} "
-                     f"| {_pair(per_kind, lambda k: k['send_time_us']['50'])} "
-                     f"| {_pair(per_kind, lambda k: k['send_time_us']['99'])} "
-                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['50'])} "
-                     f"| {_pair(per_kind, lambda k: k['transfer_time_us']['99'])} "
-                     f"| {_pair(per_kind, _compiler_share)} |")
+                     f"| {_pair(row, lambda k: k['cpu_us_per_message']['dc1'])} "
+                     f"| {_pair(row, lambda k: k['cpu_us_per_message']['dc2'])} "
+                     f"| {_pair(row, lambda k: k['send_time_us']['50'])} "
+                     f"| {_pair(row, lambda k: k['send_time_us']['99'])} "
+                     f"| {_pair(row, lambda k: k['transfer_time_us']['50'])} "
+                     f"| {_pair(row, lambda k: k['transfer_time_us']['99'])} "
+                     f"| {_pair(row, _compiler_share)} |")
     for name, error in result.get("variant_errors", {}).items():
         lines += ["", f"**Variant {name} failed in this run:** `{error.splitlines()[0][:500]}`"]
     return lines

@@ -3,7 +3,7 @@ goals, findings) and its plots. The figures here are made up; the measured ones 
 
 import json
 
-from benchmarks import render
+from benchmarks import bench, render
 
 
 def _b1_summary():
@@ -157,3 +157,31 @@ def test_b4_shows_the_in_flight_tail_beside_what_was_behind_and_a_run_from_befor
     text = open(render.render([str(path)], str(tmp_path), str(tmp_path))).read()
     assert "| 1,000/s | 50 ms | 17,000 | **4** | 4.0 | 1.0 | 2.5 | 3.5 | -0.5 | yes | 0.00 s | 10 | 13.5 s |" in text
     assert "| 100/s | 50 ms | 17,000 | **4** | 4.0 | 0.0 | - | 0.0 | -4.0 | yes |" in text
+
+
+def test_b1s_attribution_set_pairs_the_messages_only_mirror_with_unmirrored(tmp_path):
+    result = json.loads(json.dumps(RESULT))
+    b1 = result["benchmarks"]["B1"]
+    b1["method"].update(fixed_rate_per_s=10_000, attribution_set="core, acknowledgements not mirrored")
+    b1["sets"] = {"core, acknowledgements not mirrored": {
+        "ratios": [0.6], "median_ratio": 0.6, "all_rounds_ratio": 0.6, "mirrored_kind": "messages_only",
+        "mirrored_per_s": [9000.0], "unmirrored_per_s": [15000.0],
+        "per_kind": {"messages_only": _b1_kind(9000, 80.0, 3000), "unmirrored": _b1_kind(15000, 50.0, 800)}}}
+    path = tmp_path / "2026-11-25-abc1234.json"
+    path.write_text(json.dumps(result))
+    text = open(render.render([str(path)], str(tmp_path), str(tmp_path / "no-drills"))).read()
+    assert "| core, acknowledgements not mirrored | 9,000 (15,000) | **0.6** | 80.0 / 50.0 |" in text
+    assert "The set `core, acknowledgements not mirrored` sends to a messages_only group" in text
+
+
+def test_b1s_ratios_take_the_messages_only_runs_as_the_mirrored_ones_when_no_full_state_run_is_in_the_set():
+    def run(kind, round_number, rate):
+        return {"kind": kind, "round": round_number, "sent_per_s": rate, "cpu_us_per_message": {"dc1": 1, "dc2": 2},
+                "send_time_us": {"50": 1, "99": 2}, "transfer_time_us": {"50": 1, "99": 2},
+                "compiler_share_of_cpu": {"dc1": 0.01, "dc2": 0.0}}
+
+    ratios = bench.b1_ratios([run("messages_only", 1, 600.0), run("unmirrored", 1, 1000.0),
+                               run("messages_only", 2, 400.0), run("unmirrored", 2, 1000.0)])
+    assert (ratios["mirrored_kind"], ratios["ratios"], ratios["mirrored_per_s"]) == (
+        "messages_only", [0.6, 0.4], [600.0, 400.0])
+    assert bench.b1_ratios([run("async", 1, 300.0), run("unmirrored", 1, 1000.0)])["ratios"] == [0.3]
