@@ -40,10 +40,10 @@ import uuid
 import yaml
 
 from ansible_collections.continuity.artemis.plugins.module_utils import artemis_estate
+from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
 from benchmarks import broker_process, render, rpo_job
 from support import ledger
 from support import amqp_clients as amqp
-from ansible_collections.continuity.artemis.plugins.module_utils.artemis_management import broker_mbean
 from ansible_collections.continuity.artemis.plugins.module_utils.artemis_replication import broker_report
 from support.estate import REPO_ROOT, TESTBED, TESTBED_INVENTORY, Estate, run_playbook, set_layout_vars
 from support.measurement import Measurement
