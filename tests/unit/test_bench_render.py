@@ -181,7 +181,7 @@ def test_b1s_ratios_take_the_messages_only_runs_as_the_mirrored_ones_when_no_ful
                 "compiler_share_of_cpu": {"dc1": 0.01, "dc2": 0.0}}
 
     ratios = bench.b1_ratios([run("messages_only", 1, 600.0), run("unmirrored", 1, 1000.0),
-                               run("messages_only", 2, 400.0), run("unmirrored", 2, 1000.0)])
+                              run("messages_only", 2, 400.0), run("unmirrored", 2, 1000.0)])
     assert (ratios["mirrored_kind"], ratios["ratios"], ratios["mirrored_per_s"]) == (
         "messages_only", [0.6, 0.4], [600.0, 400.0])
     assert bench.b1_ratios([run("async", 1, 300.0), run("unmirrored", 1, 1000.0)])["ratios"] == [0.3]
