@@ -17,8 +17,11 @@ SERVICE_USER = "artemis"  # broker_service_user's default, which the benchmark's
 
 
 def in_node(node, *command: str, text: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([TESTBED, "exec", node.name, "--", *command], check=True, capture_output=True, text=text,
-                          timeout=300)
+    done = subprocess.run([TESTBED, "exec", node.name, "--", *command], capture_output=True, text=text, timeout=300)
+    if done.returncode:
+        error = done.stderr if text else done.stderr.decode(errors="replace")
+        raise RuntimeError(f"{' '.join(command)} in {node.name} exited {done.returncode}: {error.strip()[-2000:]}")
+    return done
 
 
 def broker_pid(node) -> int:
@@ -36,7 +39,9 @@ def cpu_seconds(node) -> dict[str, float]:
     them its JIT compiler's threads' (`compiler`, /proc/PID/task/*/stat): a JVM whose compiler is still busy is not
     warm yet."""
     pid = broker_pid(node)
-    read = in_node(node, "sh", "-c", f"cat /proc/{pid}/stat; cat /proc/{pid}/task/*/stat").stdout.splitlines()
+    # A thread may end between the glob and its read: the tasks still there are read, the process's own stat must be.
+    read = in_node(node, "sh", "-c", f"cat /proc/{pid}/stat && {{ cat /proc/{pid}/task/*/stat 2>/dev/null; true; }}"
+                   ).stdout.splitlines()
     compiler = sum(_stat_seconds(line) for line in read[1:]
                    if line.split("(", 1)[1].startswith(("C1 CompilerThre", "C2 CompilerThre")))
     return {"total": _stat_seconds(read[0]), "compiler": compiler}
