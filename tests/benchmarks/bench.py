@@ -195,17 +195,16 @@ def b1_variants() -> dict:
 
 
 def _b1_run(estate: Estate, kind: str, pinned: bool, seconds: int, warmup: int, protocol: str = "core",
-            rate: int | None = None, truststore: tuple[str, str] | None = None, profile: bool = False) -> dict:
+            rate: int | None = None, truststore: tuple[str, str] | None = None,
+            recording: broker_process.FlightRecording | None = None) -> dict:
     """One perf client run to ``kind``'s destination at dc1 (on a new queue): the producer's rate, the send and
     transfer times, each broker's CPU per message (from before the run until the mirror has sent everything), and
-    with ``profile`` a Flight Recorder summary of dc1's broker over the run."""
+    within a ``recording`` of dc1's broker the run's window of it (its summary filled when the recording stops)."""
     dc1, dc2 = estate.dc("dc1"), estate.dc("dc2")
     destination = f"{(DESTINATIONS | MESSAGES_ONLY)[kind]}.{uuid.uuid4().hex[:8]}"
     cpu_before = {node.dc: broker_process.cpu_seconds(node) for node in (dc1, dc2)}
     recorded: dict = {}
-    recording = (broker_process.flight_recording(dc1, f"b1-{uuid.uuid4().hex[:8]}", recorded) if profile
-                 else contextlib.nullcontext())
-    with recording:
+    with recording.window(recorded) if recording else contextlib.nullcontext():
         report = perf_client(dc1, destination, seconds, warmup, PINNED["client"] if pinned else None, protocol,
                              rate, truststore)
     backlog = mirror_backlog(dc1)
@@ -227,10 +226,8 @@ def _b1_run(estate: Estate, kind: str, pinned: bool, seconds: int, warmup: int, 
            "send_time_us": {q: totals["totalSendTime"][q] for q in ("50", "99")},
            "transfer_time_us": {q: totals["totalTransferTime"][q] for q in ("50", "99")},
            "backlog_at_end": backlog, "backlog_drain_s": round(drained, 1), "report": report}
-    if profile:
+    if recording:
         row["profile"] = recorded
-        # The allocation samples' weights estimate every byte allocated over the recording.
-        row["allocated_bytes_per_message"] = round(recorded["allocation"]["bytes"] / messages)
     return row
 
 
@@ -310,9 +307,17 @@ def mirror_cost(run: Run) -> dict:
             for kind in kinds:
                 measure(measured_set, round_number, kind, pinned, **options)
 
-    def profiles_of(measured_set: str, **options) -> None:
-        for kind in DESTINATIONS:
-            measure(measured_set, 1, kind, profile=True, **options)
+    def profiles_of(*measured_sets: tuple[str, dict]) -> list[dict]:
+        """One run of each destination per set, within one recording of dc1's broker, after a warm-up under it
+        (broker_process.FlightRecording); the warm-up's rounds."""
+        with broker_process.FlightRecording(estate.dc("dc1"), f"b1-{uuid.uuid4().hex[:8]}") as recording:
+            warmed = warm_up(estate, truststore)
+            profiled = [measure(measured_set, 1, kind, recording=recording, **options)
+                        for measured_set, options in measured_sets for kind in DESTINATIONS]
+        for row in profiled:
+            # The allocation samples' weights estimate every byte allocated over the run's window.
+            row["allocated_bytes_per_message"] = round(row["profile"]["allocation"]["bytes"] / row["messages"])
+        return warmed
 
     converged_with: dict = {}
     variants, variant_errors, warm_ups = b1_variants(), {}, {}
@@ -335,8 +340,8 @@ def mirror_cost(run: Run) -> dict:
             fixed_rate = int(unmirrored / 2)
             rounds_of("amqp", protocol="amqp", truststore=truststore)
             rounds_of("core at half the unmirrored rate", rate=fixed_rate)
-            profiles_of("core profile")
-            profiles_of("amqp profile", protocol="amqp", truststore=truststore)
+            warm_ups["profiles"] = profiles_of(("core profile", {}),
+                                               ("amqp profile", {"protocol": "amqp", "truststore": truststore}))
             for variant, overrides in variants.items():
                 converged_with = overrides
                 try:
@@ -344,7 +349,7 @@ def mirror_cost(run: Run) -> dict:
                     pin(estate, True)
                     warm_ups[variant] = warm_up(estate, truststore)
                     rounds_of(variant)
-                    profiles_of(f"{variant} profile")
+                    warm_ups[f"{variant} profile"] = profiles_of((f"{variant} profile", {}))
                 except Exception as exc:  # noqa: BLE001 - recorded; the next variant and the baseline still count
                     traceback.print_exc()
                     variant_errors[variant] = f"{type(exc).__name__}: {exc}"[:3000]
@@ -365,7 +370,8 @@ def mirror_cost(run: Run) -> dict:
             and {"async", *MESSAGES_ONLY} & {row["kind"] for row in rows}}
     profiles = {name: {row["kind"]: {"profile": row["profile"], "sent_per_s": row["sent_per_s"],
                                      "cpu_us_per_message": row["cpu_us_per_message"],
-                                     "allocated_bytes_per_message": row["allocated_bytes_per_message"]}
+                                     "allocated_bytes_per_message": row["allocated_bytes_per_message"],
+                                     "compiler_share_of_cpu": row["compiler_share_of_cpu"]["dc1"]}
                        for row in runs if row["set"] == name}
                 for name in dict.fromkeys(row["set"] for row in runs) if name.endswith("profile")}
     backlogs = {}
@@ -381,7 +387,9 @@ def mirror_cost(run: Run) -> dict:
                        "destinations": DESTINATIONS, "pinned_cpus": PINNED, "wan_delay_ms": 0,
                        "fixed_rate_per_s": fixed_rate, "variants": variants, "attribution_set": ATTRIBUTION_SET,
                        "attribution_destination": MESSAGES_ONLY,
-                       "profiler": "Java Flight Recorder, settings=profile, on dc1's broker over one run",
+                       "profiler": "Java Flight Recorder, settings=profile, on dc1's broker: one recording for the "
+                                   "base profiles and one per variant, a warm-up under it until the compiler is quiet, "
+                                   "then one run of each destination, each summarised over its own time window",
                        "warm_up": f"pinned rounds of {WARM_UP_SECONDS} s runs to each destination with CORE and "
                                   f"AMQP until dc1's JIT compiler took under {WARM_COMPILER_SHARE:.0%} of its CPU "
                                   f"in one (at most {WARM_UP_ROUNDS}); again after each variant's converge"},

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import json
+import re
 import subprocess
 import sys
 
@@ -112,6 +114,23 @@ def summarise(events: list[dict], top: int = 15) -> dict:
         "allocation": {"bytes": total_bytes, "parts": shares(allocated, total_bytes)},
         "threads": thread_cpu(events),
     }
+
+
+# `jfr print --json`'s timestamps: "2026-12-05T11:36:03.190017138Z" (nanoseconds, an offset or Z).
+TIMESTAMP = re.compile(r"^(?P<seconds>[^.]+?)(?:\.(?P<fraction>\d+))?(?P<offset>Z|[+-]\d\d:\d\d)$")
+
+
+def event_time(event: dict) -> float:
+    """An event's start as Unix seconds."""
+    match = TIMESTAMP.match(event["values"]["startTime"])
+    offset = "+00:00" if match["offset"] == "Z" else match["offset"]
+    whole = datetime.datetime.fromisoformat(match["seconds"] + offset).timestamp()
+    return whole + float(f"0.{match['fraction'] or 0}")
+
+
+def between(events: list[dict], begin: float, end: float) -> list[dict]:
+    """The events that started within [begin, end] (Unix seconds)."""
+    return [event for event in events if begin <= event_time(event) <= end]
 
 
 def read(recording: str, jfr: str = "jfr") -> list[dict]:

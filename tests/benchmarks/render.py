@@ -127,11 +127,14 @@ def _b1_profiles(result: dict) -> list[str]:
         split = "; ".join(f"{label}: " + ", ".join(f"{kind} {share:.0%}" for kind, share in threads[key].items())
                           for key, label in (("async", "mirrored"), ("unmirrored", "unmirrored")) if threads[key])
         parts = list(dict.fromkeys([*mirrored["profile"]["cpu"]["parts"], *unmirrored["profile"]["cpu"]["parts"]]))
-        lines += ["", f"**{name}**: dc1's broker under Flight Recorder for one run each: mirrored "
+        compiler = {kind: (f" (its JIT compiler {kinds[kind]['compiler_share_of_cpu']:.0%} of dc1's CPU)"
+                           if kinds[kind].get("compiler_share_of_cpu") is not None else "")
+                    for kind in ("async", "unmirrored")}
+        lines += ["", f"**{name}** ({result['method'].get('profiler', 'Flight Recorder')}): mirrored "
                   f"{mirrored['sent_per_s']:,.0f} msg/s at {mirrored['cpu_us_per_message']['dc1']:,} µs of CPU per "
-                  f"message, {mirrored['profile']['cpu']['samples']:,} stack samples; unmirrored "
-                  f"{unmirrored['sent_per_s']:,.0f} msg/s at {unmirrored['cpu_us_per_message']['dc1']:,} µs, "
-                  f"{unmirrored['profile']['cpu']['samples']:,} samples. "
+                  f"message{compiler['async']}, {mirrored['profile']['cpu']['samples']:,} stack samples; unmirrored "
+                  f"{unmirrored['sent_per_s']:,.0f} msg/s at {unmirrored['cpu_us_per_message']['dc1']:,} µs"
+                  f"{compiler['unmirrored']}, {unmirrored['profile']['cpu']['samples']:,} samples. "
                   + (f"The CPU of the threads the recorder reports (not the garbage collector's) by kind: {split}. "
                      if split else "")
                   + "The parts below are shares of the Java code's stack samples only: the compiler, the garbage "

@@ -3,6 +3,8 @@ for, the JDK's general code to its caller, TLS wherever it is called from."""
 
 import subprocess
 
+import pytest
+
 from benchmarks import jfr_profile
 
 
@@ -70,3 +72,15 @@ def test_a_real_recording_is_read(tmp_path):
     assert set(summary["cpu"]["parts"]) <= {"other", "JDK only"}
     assert summary["cpu"]["parts"]["other"] > 0
     assert summary["threads"]["Java threads"] > 0
+
+
+def test_a_window_keeps_the_events_that_started_within_it_whatever_the_timestamps_offset():
+    def event(stamp):
+        return {"type": "jdk.ExecutionSample", "values": {"startTime": stamp}}
+
+    events = [event("2026-12-05T11:36:03.190017138Z"), event("2026-12-05T12:36:04.5+01:00"),
+              event("2026-12-05T11:36:06Z")]
+    assert jfr_profile.event_time(events[0]) == pytest.approx(1796470563.190017, abs=1e-6)
+    assert jfr_profile.event_time(events[1]) == pytest.approx(1796470564.5)
+    assert jfr_profile.between(events, 1796470563.0, 1796470565.0) == events[:2]
+    assert jfr_profile.between(events, 1796470565.0, 1796470570.0) == events[2:]
