@@ -187,6 +187,8 @@ def b1_variants() -> dict:
         acceptors = yaml.safe_load(handle)["broker_acceptors"]
     plain = {"name": "mirror-plain", "port": 5672, "protocols": ["AMQP"], "tls": False, "plain_text_passwords": True}
     return {"broker metrics on": {"broker_metrics_enabled": True},
+            # Each acknowledgement event is a durable message: what the journal's sync of it costs.
+            "journal datasync off": {"broker_journal_datasync": False},
             # The TLS acceptor for mirrors goes away, which site.yml refuses unless told (its clients are the mirrors).
             "mirror TLS off": {"replication_tls": False, "broker_acceptors": acceptors + [plain],
                                "broker_acceptor_changes_allowed": True,
