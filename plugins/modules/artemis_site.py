@@ -189,6 +189,13 @@ def group_queues(client, params, selected):
             and (staging_entry(queue['address'], staging) or {}).get('group') in selected]
 
 
+def queues_in_use(queues):
+    """The queues a consumer takes from, or that still deliver: only they may have deliveries in flight. The fence
+    pauses them alone (an estate's idle queues cost one management request each otherwise, twice: 112 s with 5,000
+    queues in B10)."""
+    return [queue for queue in queues if int(queue['consumerCount']) or int(queue['deliveringCount'])]
+
+
 def let_deliveries_finish(client, queues, timeout):
     """Pause the queues and wait until nothing is being delivered from them; returns what is still in flight."""
     for queue in queues:
@@ -329,7 +336,7 @@ def apply(module, plan, desired, selected, outcome, desired_address_settings=Non
         for match in entry.changes:
             entry.client.set_roles(match, desired[match], PERMISSIONS)
         if entry.connections:
-            queues = group_queues(entry.client, params, selected)
+            queues = queues_in_use(group_queues(entry.client, params, selected))
             in_flight = let_deliveries_finish(entry.client, queues, params['delivery_timeout'])
             if in_flight:
                 module.warn('%s: deliveries still unacknowledged after %ss, they will be redelivered: %s'
