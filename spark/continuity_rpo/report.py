@@ -21,6 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from continuity_rpo.results import Results  # noqa: E402
 
 NO_DATA = "No data"
+# Per-queue plots draw at most this many series: thousands of lines are one blur under a legend longer than the page
+# (and take minutes to draw). Every queue stays in the tables.
+DRAWN_QUEUES = 10
 
 
 def human_time(seconds: float | None) -> str:
@@ -162,15 +165,31 @@ def _plots(results: Results, config: dict) -> str:
         "Mirror backlog", "events",
         [(link_names[key], windows, "backlog_events_max", "-") for key, windows in links.items()], window)))
     queues = _series(results.queue_windows, ["datacentre", "queue"])
-    figures.append(_figure("Throughput per queue (messages per second, complete windows)", _panel(
-        "Throughput", "messages/s",
-        [(f"{dc} {queue} {label}", windows, column, style) for (dc, queue), windows in queues.items()
-         for label, column, style in (("in", "messages_in_per_second", "-"),
-                                      ("acknowledged", "acknowledged_per_second", "--"))], window)))
-    figures.append(_figure("Messages in each queue (most per window)", _panel(
+    busiest = largest(queues, "messages_in_per_second")
+    figures.append(_figure(f"Throughput per queue (messages per second, complete windows){_drawn(busiest, queues)}",
+                           _panel("Throughput", "messages/s",
+                                  [(f"{dc} {queue} {label}", windows, column, style)
+                                   for (dc, queue), windows in busiest.items()
+                                   for label, column, style in (("in", "messages_in_per_second", "-"),
+                                                                ("acknowledged", "acknowledged_per_second", "--"))],
+                                  window)))
+    deepest = largest(queues, "message_count_max")
+    figures.append(_figure(f"Messages in each queue (most per window){_drawn(deepest, queues, 'deepest')}", _panel(
         "Queue depth", "messages",
-        [(f"{dc} {queue}", windows, "message_count_max", "-") for (dc, queue), windows in queues.items()], window)))
+        [(f"{dc} {queue}", windows, "message_count_max", "-") for (dc, queue), windows in deepest.items()], window)))
     return "\n".join(figures)
+
+
+def largest(series: dict, column: str, limit: int = DRAWN_QUEUES) -> dict:
+    """The ``limit`` series with the most ``column`` summed over their windows (ties by key), in key order."""
+    ranked = sorted(series, key=lambda key: (-sum(row.get(column) or 0 for row in series[key]), key))
+    return {key: series[key] for key in sorted(ranked[:limit])}
+
+
+def _drawn(drawn: dict, series: dict, which: str = "busiest") -> str:
+    if len(drawn) == len(series):
+        return ""
+    return f": the {len(drawn)} {which} of {len(series):,} queue series drawn, every queue in the tables below"
 
 
 def _table(rows, columns):

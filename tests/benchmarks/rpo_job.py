@@ -23,7 +23,7 @@ QUEUES = 50
 T0 = 1_700_000_000.0
 
 
-def _write(root: str, rows: int, part: str = "part", t0: float = T0) -> None:
+def _write(root: str, rows: int, part: str = "part", t0: float = T0, queues: int = QUEUES) -> None:
     probes_wanted, samples_wanted = rows // 3, rows - rows // 3
     os.makedirs(f"{root}/probes/date=bench", exist_ok=True)
     with open(f"{root}/probes/date=bench/{part}.jsonl", "w") as handle:
@@ -33,8 +33,8 @@ def _write(root: str, rows: int, part: str = "part", t0: float = T0) -> None:
             handle.write(f'{{{probe}, "event": "seen", "time": {t0 + n + 0.05 + (n % 97) / 100}}}\n')
     os.makedirs(f"{root}/queue_samples/date=bench", exist_ok=True)
     os.makedirs(f"{root}/link_samples/date=bench", exist_ok=True)
-    per_sample = 2 * QUEUES + 2
-    with open(f"{root}/queue_samples/date=bench/{part}.jsonl", "w") as queues, \
+    per_sample = 2 * queues + 2
+    with open(f"{root}/queue_samples/date=bench/{part}.jsonl", "w") as queue_file, \
             open(f"{root}/link_samples/date=bench/{part}.jsonl", "w") as links:
         for step in range(samples_wanted // per_sample):
             now = t0 + 5 * step
@@ -42,17 +42,17 @@ def _write(root: str, rows: int, part: str = "part", t0: float = T0) -> None:
                 links.write(json.dumps({"time": now, "broker": f"{dc}-node1", "datacentre": dc, "link": f"x_{dc}",
                                         "target_datacentre": "dc2" if dc == "dc1" else "dc1", "connected": True,
                                         "backlog": step % 7}) + "\n")
-                for q in range(QUEUES):
+                for q in range(queues):
                     added = 50 * step - behind
-                    queues.write(json.dumps({"time": now, "broker": f"{dc}-node1", "datacentre": dc,
+                    queue_file.write(json.dumps({"time": now, "broker": f"{dc}-node1", "datacentre": dc,
                                              "queue": f"q{q}", "address": f"q{q}", "messages_added": added,
                                              "messages_acknowledged": max(added - 40, 0), "message_count": 40,
                                              "delivering_count": 2, "consumer_count": 1}) + "\n")
 
 
-def _end(rows: int, t0: float = T0) -> float:
+def _end(rows: int, t0: float = T0, queues: int = QUEUES) -> float:
     """Where the telemetry _write(rows) writes ends: the later of the probes and the samples."""
-    return t0 + max((rows // 3) // 2, 5 * ((rows - rows // 3) // (2 * QUEUES + 2)))
+    return t0 + max((rows // 3) // 2, 5 * ((rows - rows // 3) // (2 * queues + 2)))
 
 
 def _job_seconds(work: str, *arguments: str) -> float:

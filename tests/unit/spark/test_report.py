@@ -96,3 +96,25 @@ def test_a_group_active_everywhere_shows_its_acknowledgements_against_its_delay(
             "<td>650 ms</td><td>20,000 ms</td><td>yes</td>") in html
     assert ("<td>hasty</td><td>10</td><td>8</td><td>40 ms</td><td>90 ms</td><td>100 ms</td><td>-</td>"
             "<td>5 ms</td><td>no</td>") in html
+
+
+def test_per_queue_plots_draw_the_busiest_queues_and_say_how_many_of_how_many(monkeypatch):
+    _rows_with_one, config = _stall_rows()
+    queue_windows = [{"datacentre": dc, "queue": f"q{index:02d}", "window_end": T0 + 60,
+                      "messages_in_per_second": float(index), "acknowledged_per_second": float(index),
+                      "message_count_max": 100 - index}
+                     for dc in ("dc1", "dc2") for index in range(30)]
+    drawn = {}
+
+    def panel(title, _ylabel, lines, _window, _objective=None):
+        drawn[title] = [label for label, _windows, _column, _style in lines]
+        return "cGxvdA=="
+    monkeypatch.setattr(report, "_panel", panel)
+    html = report.render(_rows(queue_windows=queue_windows, link_windows=_rows_with_one.link_windows), config)
+
+    assert len(drawn["Throughput"]) == 2 * report.DRAWN_QUEUES
+    assert {label.rsplit(" ", 1)[0] for label in drawn["Throughput"]} == {
+        f"{dc} q{index}" for dc in ("dc1", "dc2") for index in range(25, 30)}
+    assert set(drawn["Queue depth"]) == {f"{dc} q{index:02d}" for dc in ("dc1", "dc2") for index in range(5)}
+    assert f"the {report.DRAWN_QUEUES} busiest of 60 queue series drawn" in html
+    assert f"the {report.DRAWN_QUEUES} deepest of 60 queue series drawn" in html
