@@ -28,6 +28,10 @@ import math
 import os
 import re
 import shutil
+import signal
+import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -58,6 +62,11 @@ PROBE_INTERVAL_S = 1.0
 WINDOW_S = 60
 COLLECTOR_REQUEST_TIMEOUT_S = 5.0
 COLLECTOR_WINDOWS = 3
+# Then the job as the rpo_job role runs it on systemd hosts (rpo_job_follow_seconds), over that many more windows.
+FOLLOW_S = 15
+FOLLOW_WINDOWS = 2
+FOLLOW_RUN = re.compile(r"continuity_rpo: run took (\d+(?:\.\d+)?) s")
+FOLLOW_INGESTED = re.compile(r"continuity_rpo: ingested (?P<rows>\d+) (?P<kind>\w+) row\(s\)")
 PROFILE_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all"}
 # The swapover's reconciliation tasks (playbooks/tasks/swapover.yml): artemis_reconcile, then artemis_bridge_reconcile
 # and artemis_mirror_reconcile.
@@ -191,14 +200,19 @@ def render_b10(result: dict, _out_dir: str | None = None) -> list[str]:
               "each sample would write, queues × live brokers × samples per minute. The job: "
               f"{method['job']}.", "",
               "| queues | collector CPU per cycle | samples/min | queue rows/min | idle queues' rows/min "
-              "| every row of the idle queues (computed) | samples without an answer | job run |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| every row of the idle queues (computed) | samples without an answer | job run | job --follow: "
+              "first run, later runs median (max) | queue rows per later run |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        figures = row["collector"]
+        figures, follow = row["collector"], row.get("job_follow") or {}
+        later = (f"{_s(follow.get('later_median_s'))} ({_s(follow.get('later_max_s'))})"
+                 if follow.get("later_median_s") is not None else "-")
+        rows_later = follow.get("later_queue_rows_median")
         lines.append(f"| {row['queues']:,} | **{_s(figures['cpu_s_per_cycle'])}** | {figures['samples_per_minute']} "
                      f"| {figures['queue_rows_per_minute']:,} | **{figures['idle_queue_rows_per_minute']:,}** "
                      f"| {figures['every_row_idle_per_minute_computed']:,} | {figures['silent_samples']} "
-                     f"| **{_s(row['job_s'])}** |")
+                     f"| **{_s(row['job_s'])}** | {_s(follow.get('first_s'))}, **{later}** "
+                     f"| {'-' if rows_later is None else f'{rows_later:,.0f}'} |")
     ratios = result.get("summary") or {}
     if ratios.get("queues"):
         small, large = ratios["queues"]
@@ -309,9 +323,77 @@ def _published_rows(root: str, kind: str) -> list[dict]:
     return rows
 
 
-def _telemetry(estate: Estate, idle_queues: set[str]) -> tuple[dict, float]:
-    """The collector for COLLECTOR_WINDOWS windows, in this thread (time.thread_time then counts its CPU alone), the
-    prober beside it; then the RPO job once over what they wrote: (collector_figures, the job's seconds)."""
+def _collect(config: dict, seconds: float) -> tuple[float, float, str]:
+    """The collector for ``seconds`` in this thread (time.thread_time then counts its CPU alone), the prober beside
+    it: (the collector's CPU seconds, wall seconds, what it said on stderr: the brokers that did not answer)."""
+    stop, prober_errors = threading.Event(), []
+
+    def probe() -> None:
+        try:
+            prober.run(config, 0, stop)
+        except Exception as exc:  # noqa: BLE001 - raised below, in this thread
+            prober_errors.append(exc)
+
+    probing = threading.Thread(target=probe, name="b10-prober", daemon=True)
+    probing.start()
+    said = io.StringIO()
+    try:
+        cpu, started = time.thread_time(), time.monotonic()
+        with contextlib.redirect_stderr(said):
+            collector.run(config, seconds)
+        cpu, seconds = time.thread_time() - cpu, time.monotonic() - started
+    finally:
+        stop.set()
+        probing.join(timeout=30)
+    if prober_errors:
+        raise RuntimeError(f"the prober crashed: {prober_errors[0]!r}") from prober_errors[0]
+    return cpu, seconds, said.getvalue()
+
+
+def follow_figures(stderr: str) -> dict:
+    """The job's runs in --follow mode from what it printed: each run's seconds ("run took 12.3 s"), the first
+    (everything so far) apart from the later ones (what arrived since the run before); the rows the later runs
+    ingested ("ingested N queue_samples row(s)")."""
+    took = [float(seconds) for seconds in FOLLOW_RUN.findall(stderr)]
+    runs: list[dict] = [{}]
+    for line in stderr.splitlines():
+        ingested = FOLLOW_INGESTED.search(line)
+        if ingested:
+            runs[-1][ingested.group("kind")] = runs[-1].get(ingested.group("kind"), 0) + int(ingested.group("rows"))
+        elif FOLLOW_RUN.search(line):
+            runs.append({})
+    later, later_rows = took[1:], [run.get("queue_samples", 0) for run in runs[1:len(took)]]
+    return {"runs": len(took), "first_s": took[0] if took else None,
+            "later_median_s": statistics.median(later) if later else None, "later_max_s": max(later, default=None),
+            "later_queue_rows_median": statistics.median(later_rows) if later_rows else None}
+
+
+def _follow_job(config: dict, work: str) -> dict:
+    """The job as the rpo_job role runs it on a systemd host (--follow FOLLOW_S, the report at most every 300 s)
+    while the collector and the prober write FOLLOW_WINDOWS more windows beside what is there: follow_figures."""
+    log = os.path.join(work, "follow.log")
+    with open(log, "w", encoding="utf-8") as stderr:
+        job = subprocess.Popen([sys.executable, "-m", "continuity_rpo.job", "--telemetry", config["telemetry"],
+                                "--output", os.path.join(work, "follow"), "--follow", str(FOLLOW_S),
+                                "--textfile", os.path.join(work, "follow.prom"),
+                                "--report", os.path.join(work, "follow.html")],
+                               stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            _collect(config, FOLLOW_WINDOWS * WINDOW_S)
+        finally:
+            job.send_signal(signal.SIGTERM)
+            returncode = job.wait(timeout=900)
+    with open(log, encoding="utf-8") as handle:
+        said = handle.read()
+    if returncode != 0:
+        raise RuntimeError(f"the job in --follow mode ended with {returncode}:\n{said[-4000:]}")
+    return follow_figures(said)
+
+
+def _telemetry(estate: Estate, idle_queues: set[str]) -> tuple[dict, float, dict]:
+    """The collector and the prober for COLLECTOR_WINDOWS windows; then the RPO job once over what they wrote; then
+    the job in --follow mode while they write FOLLOW_WINDOWS more: (collector_figures, the batch job's seconds,
+    follow_figures)."""
     route = next(route for route in artemis_estate.probe_routes(bench.ADDRESS_GROUPS, ["dc1", "dc2"], "dc1")
                  if route["group"] == GROUPS[0])
     with tempfile.TemporaryDirectory() as work:
@@ -322,35 +404,16 @@ def _telemetry(estate: Estate, idle_queues: set[str]) -> tuple[dict, float]:
         config["management"]["request_timeout"] = COLLECTOR_REQUEST_TIMEOUT_S
         config["probes"]["interval"] = PROBE_INTERVAL_S
         full_sample = collector.sample(config, time.time())[0]["queue_samples"]
-        stop, prober_errors = threading.Event(), []
-
-        def probe() -> None:
-            try:
-                prober.run(config, 0, stop)
-            except Exception as exc:  # noqa: BLE001 - raised below, in this thread
-                prober_errors.append(exc)
-
-        probing = threading.Thread(target=probe, name="b10-prober", daemon=True)
-        probing.start()
-        said = io.StringIO()
-        try:
-            cpu, started = time.thread_time(), time.monotonic()
-            with contextlib.redirect_stderr(said):  # the collector names the brokers that did not answer there
-                collector.run(config, COLLECTOR_WINDOWS * WINDOW_S)
-            cpu, seconds = time.thread_time() - cpu, time.monotonic() - started
-        finally:
-            stop.set()
-            probing.join(timeout=30)
-        if prober_errors:
-            raise RuntimeError(f"the prober crashed: {prober_errors[0]!r}") from prober_errors[0]
+        cpu, seconds, said = _collect(config, COLLECTOR_WINDOWS * WINDOW_S)
         figures = collector_figures(
             _published_rows(config["telemetry"], "queue_samples"),
             [row["time"] for row in _published_rows(config["telemetry"], "link_samples")], seconds, cpu,
             len(full_sample), len({row["broker"] for row in full_sample}), idle_queues)
-        figures["silent_samples"] = said.getvalue().count("collector: no answer")
+        figures["silent_samples"] = said.count("collector: no answer")
         started = time.monotonic()
         measurement.job(work)
-        return figures, round(time.monotonic() - started, 1)
+        batch_s = round(time.monotonic() - started, 1)
+        return figures, batch_s, _follow_job(config, work)
 
 
 def _swapover(source: str, target: str) -> tuple[dict, dict]:
@@ -413,7 +476,7 @@ def _measure(total: int, warmup: int, seconds: int) -> dict:
         producer.wait_connected()
         time.sleep(warmup)
         idle = set(plan["declared"] + plan["runtime"]) - {plan["measured"]}
-        row["collector"], row["job_s"] = _telemetry(estate, idle)
+        row["collector"], row["job_s"], row["job_follow"] = _telemetry(estate, idle)
         row["swapover"] = _swapover_under_light_load(estate, producer, plan["measured"], seconds)
     row["swapover_back"] = _swapover("dc2", "dc1")[0]  # dc1 active again, as the inventory says
     return row
@@ -449,6 +512,8 @@ def queue_scale(run) -> dict:
                                     f"{COLLECTOR_INTERVAL_S:g} s, {WINDOW_S} s window, request timeout "
                                     f"{COLLECTOR_REQUEST_TIMEOUT_S:g} s, prober every {PROBE_INTERVAL_S:g} s",
                        "job": "continuity_rpo.job, one batch run (one trigger) over that telemetry, Spark local "
-                              "mode, its start included",
+                              "mode, its start included; then in --follow mode (as on a systemd host: every "
+                              f"{FOLLOW_S} s, the report at most every 300 s) while the collector and the prober "
+                              f"write {FOLLOW_WINDOWS} more windows, on the same 2 CPUs as the brokers",
                        "task_times": "ansible.posix.profile_tasks"},
             "rows": rows, "summary": scale_ratios(rows)}

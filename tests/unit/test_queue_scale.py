@@ -110,6 +110,8 @@ def _result(large_playbook_s):
             "queues": queues, "declared": queues // 2, "runtime": queues // 2, "site_cold_s": 75.0,
             "site_warm_s": 41.0, "runtime_create_s": 2.5, "runtime_at_target_s": 1.0, "drain_check_s": 4.2,
             "drain_check_module_s": 0.8, "job_s": 35.0,
+            "job_follow": {"runs": 9, "first_s": 40.0, "later_median_s": 6.5, "later_max_s": 9.1,
+                           "later_queue_rows_median": 2_480},
             "swapover": _swapover("dc1", "dc2", playbook_s, 5.0), "swapover_back": _swapover("dc2", "dc1", 11.0),
             "collector": {"seconds": 180.0, "cpu_s_per_cycle": 0.4, "samples_per_minute": 12.0,
                           "queue_rows_per_minute": 20_150, "idle_queue_rows_per_minute": 20_000,
@@ -129,8 +131,8 @@ def test_the_section_has_a_row_per_size_and_direction_and_judges_the_goal():
     assert len(swapovers) == 4
     assert "| 5,000 | dc1 → dc2 | **5.0 s** | **18.0 s** | 1.2 s |" in swapovers[2]
     assert swapovers[3].endswith("| - |")  # the swap back has no clients
-    assert any("| 5,000 | **0.4 s** | 12.0 | 20,150 | **20,000** | 119,976 | 0 | **35.0 s** |" == line
-               for line in lines)
+    assert ("| 5,000 | **0.4 s** | 12.0 | 20,150 | **20,000** | 119,976 | 0 | **35.0 s** | 40.0 s, **6.5 s (9.1 s)** "
+            "| 2,480 |") in lines
     assert "playbook **1.5×** (goal ≤ 2×: met)" in lines[-1]
 
 
@@ -155,3 +157,27 @@ def test_the_entry_point_assembles_a_json_result_that_renders(monkeypatch):
     assert result["summary"]["playbook"] == 1.5
     lines = queue_scale.render_b10(result)
     assert "created at runtime at dc1 (AMQP receivers attaching with the queue capability, 4 connections" in lines[2]
+
+
+FOLLOW_STDERR = """\
+26/12/05 14:20:01 WARN NativeCodeLoader: Unable to load native-hadoop library
+continuity_rpo: ingested 60012 queue_samples row(s)
+continuity_rpo: ingested 36 link_samples row(s)
+continuity_rpo: run took 41.5 s, longer than --follow 15
+continuity_rpo: ingested 2500 queue_samples row(s)
+continuity_rpo: recomputing the windows from 1764944460, reading from 1764944400
+continuity_rpo: run took 7.25 s
+continuity_rpo: ingested 2460 queue_samples row(s)
+continuity_rpo: ingested 4 link_samples row(s)
+continuity_rpo: run took 9.0 s
+"""
+
+
+def test_the_follow_figures_part_the_first_run_from_the_later_ones():
+    assert queue_scale.follow_figures(FOLLOW_STDERR) == {
+        "runs": 3, "first_s": 41.5, "later_median_s": 8.125, "later_max_s": 9.0, "later_queue_rows_median": 2480}
+
+
+def test_a_follow_job_that_printed_no_run_has_no_figures():
+    assert queue_scale.follow_figures("continuity_rpo: telemetry under /x: no telemetry yet\n") == {
+        "runs": 0, "first_s": None, "later_median_s": None, "later_max_s": None, "later_queue_rows_median": None}
