@@ -45,9 +45,9 @@ def _write(root: str, rows: int, part: str = "part", t0: float = T0, queues: int
                 for q in range(queues):
                     added = 50 * step - behind
                     queue_file.write(json.dumps({"time": now, "broker": f"{dc}-node1", "datacentre": dc,
-                                             "queue": f"q{q}", "address": f"q{q}", "messages_added": added,
-                                             "messages_acknowledged": max(added - 40, 0), "message_count": 40,
-                                             "delivering_count": 2, "consumer_count": 1}) + "\n")
+                                                 "queue": f"q{q}", "address": f"q{q}", "messages_added": added,
+                                                 "messages_acknowledged": max(added - 40, 0), "message_count": 40,
+                                                 "delivering_count": 2, "consumer_count": 1}) + "\n")
 
 
 def _end(rows: int, t0: float = T0, queues: int = QUEUES) -> float:
