@@ -8,7 +8,9 @@ windows before ``touched_from`` are kept as written. A small state (each source'
 of each route, the rejected rows counted so far) carries what a run without news of a source still publishes.
 
 The work of a run is therefore bounded by the new rows, the windows they touch and the longest outstanding stall,
-not by the history. Assumed, as the writers do it (store.py): each source publishes its rows in time order.
+not by the history: the per-window tables are kept per hour, and a run reads back the per-queue windows from an hour
+before the windows it recomputes and rewrites only the hours it touched. Assumed, as the writers do it (store.py):
+each source publishes its rows in time order.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from continuity_rpo.results import Results
-from continuity_rpo.telemetry import SAMPLED, Ingested, path_exists
+from continuity_rpo.telemetry import HOUR_SECONDS, SAMPLED, Ingested, _hadoop_path, path_exists
 
-DAY_SECONDS = 86400
-# The per-window tables are kept per day of their window's end, so that a run rewrites only the days it touched.
+# The per-window tables are kept per hour of their window's end, so that a run rewrites only the hours it touched.
+# (Histories written before were kept per day: _hourly moves them, once.)
 WINDOW_TABLES = ("link_windows", "queue_windows")
 STATE_SCHEMAS = {
     "probe_sources": "source_datacentre string, target_datacentre string, as_of double",
@@ -37,8 +39,13 @@ STATE_SCHEMAS = {
 }
 
 
-def day(column):
-    return F.floor(column / DAY_SECONDS).cast("long")
+# Per queue, the windows a run needs from the history reach back this far before the ones it recomputes: each queue's
+# window before them (counter resets carried over), the rest of the first hour it rewrites, and the queue horizon.
+QUEUE_HORIZON_SECONDS = HOUR_SECONDS
+
+
+def hour(column):
+    return F.floor(column / HOUR_SECONDS).cast("long")
 
 
 @dataclasses.dataclass
@@ -61,14 +68,33 @@ def _path(history: str, name: str) -> str:
     return f"{history.rstrip('/')}/{name}"
 
 
-def _detached(spark: SparkSession, path: str) -> DataFrame | None:
-    """A table of the history held apart from its files (this run rewrites them); None when it has no rows."""
+def _detached(spark: SparkSession, path: str, since: float | None = None) -> DataFrame | None:
+    """A table of the history held apart from its files (this run rewrites them), only its hours that may hold
+    windows ending after ``since`` when given; None when it has no rows."""
     if not path_exists(spark, path):
         return None
     try:
-        return spark.read.parquet(path).drop("day").localCheckpoint(eager=True)
+        frame = spark.read.parquet(path)
+        if since is not None:
+            frame = frame.where(F.col("hour") >= math.floor(since / HOUR_SECONDS))
+        return frame.drop("hour").localCheckpoint(eager=True)
     except AnalysisException:  # written empty: no file to take a schema from
         return None
+
+
+def _hourly(spark: SparkSession, path: str) -> None:
+    """A per-window table written per day (before the tables were kept per hour) rewritten per hour, once: written
+    beside it, then put in its place (a run stopped in between finds the new one there and finishes the move)."""
+    file_system, table = _hadoop_path(spark, path)
+    moved = _hadoop_path(spark, f"{path.rstrip('/')}.hourly")[1]
+    if file_system.exists(table) and any(status.getPath().getName().startswith("day=")
+                                         for status in file_system.listStatus(table)):
+        frame = spark.read.parquet(path).drop("day")
+        frame.withColumn("hour", hour(F.col("window_end"))).write.mode("overwrite").partitionBy("hour").parquet(
+            moved.toString())
+        file_system.delete(table, True)
+    if file_system.exists(moved) and not file_system.exists(table):
+        file_system.rename(moved, table)
 
 
 def load(spark: SparkSession, history: str) -> Previous | None:
@@ -77,7 +103,19 @@ def load(spark: SparkSession, history: str) -> Previous | None:
         return None
     state = {name: [row.asDict() for row in spark.read.schema(schema).parquet(_path(history, f"state/{name}"))
                     .collect()] for name, schema in STATE_SCHEMAS.items()}
-    return Previous(*(_detached(spark, _path(history, name)) for name in WINDOW_TABLES + ("drills",)), state)
+    for name in WINDOW_TABLES:
+        _hourly(spark, _path(history, name))
+    # The per-queue windows come once the run knows what it recomputes (read_queue_windows).
+    return Previous(_detached(spark, _path(history, "link_windows")), None,
+                    _detached(spark, _path(history, "drills")), state)
+
+
+def read_queue_windows(spark: SparkSession, history: str, run: Run) -> None:
+    """The previous runs' per-queue windows ``run`` needs (QUEUE_HORIZON_SECONDS before the windows it recomputes
+    on), into ``run.previous``."""
+    if run.previous is not None:
+        run.previous.queue_windows = _detached(spark, _path(history, "queue_windows"),
+                                               run.touched - QUEUE_HORIZON_SECONDS)
 
 
 @dataclasses.dataclass
@@ -159,12 +197,12 @@ def add_rejected(counts: list[tuple[str, str, int]], previous: Previous) -> list
 
 
 def write_windows(frame: DataFrame, path: str, touched: float | None) -> None:
-    """Rewrite the days from ``touched`` on (all days without); the others stay as they are."""
-    frame = frame.withColumn("day", day(F.col("window_end")))
+    """Rewrite the hours from ``touched`` on (all hours without); the others stay as they are."""
+    frame = frame.withColumn("hour", hour(F.col("window_end")))
     if touched is not None:
-        frame = frame.where(F.col("day") >= math.floor(touched / DAY_SECONDS))
+        frame = frame.where(F.col("hour") >= math.floor(touched / HOUR_SECONDS))
     (frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic" if touched is not None else "static")
-     .partitionBy("day").parquet(path))
+     .partitionBy("hour").parquet(path))
 
 
 def computed_batches(previous: Previous | None) -> dict[str, int]:

@@ -60,6 +60,20 @@ def _latest_link_windows(link_windows: list[dict], present: str, columns: list[s
             if sampled_after is None or row["last_sample_time"] > sampled_after]
 
 
+def _drawn_queue_windows(spark: SparkSession, queue_windows: DataFrame) -> dict:
+    """Results' ``queue_windows`` (only the series the report draws: with thousands of queues, every window of every
+    queue would come to the driver) and ``queue_series``."""
+    keys = ["datacentre", "queue"]
+    totals = {(row["datacentre"], row["queue"]): {column: row[column] or 0 for column in report.RANKED_COLUMNS}
+              for row in queue_windows.groupBy(*keys).agg(*(F.sum(column).alias(column)
+                                                           for column in report.RANKED_COLUMNS)).collect()}
+    drawn = spark.createDataFrame(sorted(report.drawn_series(totals)), "datacentre string, queue string")
+    return {"queue_windows": _rows(queue_windows.join(F.broadcast(drawn), keys).select(
+                *keys, "window_end", "messages_in_per_second", "acknowledged_per_second", "message_count_max")
+                .orderBy("window_end", *keys)),
+            "queue_series": len(totals)}
+
+
 def as_of_time(data: telemetry.Telemetry) -> float | None:
     """The newest time in the telemetry: the job's "now", so that a rerun on the same input gives the same answer."""
     times = [data[kind].select("time") for kind in ("probes", "queue_samples", "link_samples")]
@@ -121,7 +135,10 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
 
     durations = metrics.operation_durations(data["events"]).cache()
     activation = metrics.activation_seconds(durations, config["activation_seconds"])
-    rto = metrics.rto_estimate(queue_windows, config["detection_seconds"], activation)
+    # Per queue, only the last QUEUE_HORIZON_SECONDS: what an incremental run reads back (a queue gone longer has no
+    # estimate in either mode).
+    recent_queue_windows = queue_windows.where(F.col("window_end") > as_of - incremental.QUEUE_HORIZON_SECONDS)
+    rto = metrics.rto_estimate(recent_queue_windows, config["detection_seconds"], activation)
     drills = metrics.drill_outcomes(data["ledgers"])
     at_risk = metrics.at_risk_before(data["queue_samples"], data["link_samples"], drills, window)
     if previous and previous.drills is not None:
@@ -157,9 +174,7 @@ def compute(spark: SparkSession, data: telemetry.Telemetry, config: dict, as_of:
         probe_sources=[dict(row, age_seconds=clock - row["as_of"]) for row in probe_sources],
         collector_sources=[dict(row, age_seconds=clock - row["reported_up_to"]) for row in collector_sources],
         link_windows=link_rows,
-        queue_windows=_rows(queue_windows.select(
-            "datacentre", "queue", "window_end", "messages_in_per_second", "acknowledged_per_second",
-            "message_count_max").orderBy("window_end")),
+        **_drawn_queue_windows(spark, recent_queue_windows),
         kept=_rows(kept.orderBy("datacentre")),
         kept_by_address=_rows(kept_by_address.orderBy("datacentre", "address")),
         ack_notices=_rows(metrics.ack_notice_deltas(data["notice_samples"], collected_as_of, window).orderBy("group")),
@@ -194,6 +209,7 @@ def run(spark: SparkSession, arguments, config: dict, follower: telemetry.Follow
             previous = incremental.load(spark, arguments.output)
             ingested = telemetry.pending(spark, arguments.output, incremental.computed_batches(previous))
             plan = incremental.plan(ingested, previous, config["window_seconds"])
+            incremental.read_queue_windows(spark, arguments.output, plan)
             for kind, count in ingested.rows.items():
                 print(f"continuity_rpo: ingested {count} {kind} row(s)", file=sys.stderr)
             if plan.previous:

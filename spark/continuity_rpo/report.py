@@ -18,12 +18,15 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402  (the backend must be chosen first)
 import matplotlib.pyplot as plt  # noqa: E402
 
+from continuity_rpo.incremental import QUEUE_HORIZON_SECONDS  # noqa: E402
 from continuity_rpo.results import Results  # noqa: E402
 
 NO_DATA = "No data"
 # Per-queue plots draw at most this many series: thousands of lines are one blur under a legend longer than the page
 # (and take minutes to draw). Every queue stays in the tables.
 DRAWN_QUEUES = 10
+# The job gives the per-queue plots the windows of its queue horizon.
+QUEUE_PERIOD = f"the last {QUEUE_HORIZON_SECONDS // 60:g} minutes"
 
 
 def human_time(seconds: float | None) -> str:
@@ -165,31 +168,49 @@ def _plots(results: Results, config: dict) -> str:
         "Mirror backlog", "events",
         [(link_names[key], windows, "backlog_events_max", "-") for key, windows in links.items()], window)))
     queues = _series(results.queue_windows, ["datacentre", "queue"])
-    busiest = largest(queues, "messages_in_per_second")
-    figures.append(_figure(f"Throughput per queue (messages per second, complete windows){_drawn(busiest, queues)}",
+    totals = series_totals(queues)
+    count = results.queue_series if results.queue_series is not None else len(queues)
+    busiest = largest(totals, "messages_in_per_second")
+    figures.append(_figure(f"Throughput per queue (messages per second, complete windows, {QUEUE_PERIOD})"
+                           f"{_drawn(busiest, count)}",
                            _panel("Throughput", "messages/s",
-                                  [(f"{dc} {queue} {label}", windows, column, style)
-                                   for (dc, queue), windows in busiest.items()
+                                  [(f"{dc} {queue} {label}", queues[(dc, queue)], column, style)
+                                   for dc, queue in busiest
                                    for label, column, style in (("in", "messages_in_per_second", "-"),
                                                                 ("acknowledged", "acknowledged_per_second", "--"))],
                                   window)))
-    deepest = largest(queues, "message_count_max")
-    figures.append(_figure(f"Messages in each queue (most per window){_drawn(deepest, queues, 'deepest')}", _panel(
+    deepest = largest(totals, "message_count_max")
+    figures.append(_figure(f"Messages in each queue (most per window, {QUEUE_PERIOD})"
+                           f"{_drawn(deepest, count, 'deepest')}", _panel(
         "Queue depth", "messages",
-        [(f"{dc} {queue}", windows, "message_count_max", "-") for (dc, queue), windows in deepest.items()], window)))
+        [(f"{dc} {queue}", queues[(dc, queue)], "message_count_max", "-") for dc, queue in deepest], window)))
     return "\n".join(figures)
 
 
-def largest(series: dict, column: str, limit: int = DRAWN_QUEUES) -> dict:
-    """The ``limit`` series with the most ``column`` summed over their windows (ties by key), in key order."""
-    ranked = sorted(series, key=lambda key: (-sum(row.get(column) or 0 for row in series[key]), key))
-    return {key: series[key] for key in sorted(ranked[:limit])}
+RANKED_COLUMNS = ("messages_in_per_second", "message_count_max")
 
 
-def _drawn(drawn: dict, series: dict, which: str = "busiest") -> str:
-    if len(drawn) == len(series):
+def series_totals(series: dict) -> dict:
+    """{series key: {column: its windows' sum}} for the columns the per-queue plots rank by (a missing value: 0)."""
+    return {key: {column: sum(row.get(column) or 0 for row in windows) for column in RANKED_COLUMNS}
+            for key, windows in series.items()}
+
+
+def largest(totals: dict, column: str, limit: int = DRAWN_QUEUES) -> list:
+    """The keys of the ``limit`` series with the most ``column`` (``totals``: series_totals), ties by key, in key
+    order."""
+    return sorted(sorted(totals, key=lambda key: (-totals[key][column], key))[:limit])
+
+
+def drawn_series(totals: dict) -> set:
+    """The series the per-queue plots draw: the busiest and the deepest."""
+    return {key for column in RANKED_COLUMNS for key in largest(totals, column)}
+
+
+def _drawn(drawn: list, count: int, which: str = "busiest") -> str:
+    if len(drawn) == count:
         return ""
-    return f": the {len(drawn)} {which} of {len(series):,} queue series drawn, every queue in the tables below"
+    return f": the {len(drawn)} {which} of {count:,} queue series drawn, every queue in the tables below"
 
 
 def _table(rows, columns):

@@ -31,6 +31,9 @@ class Results:
     collector_sources: Rows = field(default_factory=list)
     link_windows: Rows = field(default_factory=list)
     queue_windows: Rows = field(default_factory=list)
+    """The windows of the queue series the report draws (report.drawn_series), not of every queue."""
+    queue_series: int | None = None
+    """How many (datacentre, queue) series there are in all (None: as many as ``queue_windows`` has)."""
     queue_sla: Rows = field(default_factory=list)
     drill_sla: Rows = field(default_factory=list)
     kept: Rows = field(default_factory=list)

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from pyspark.sql import functions as F
 
 from continuity_rpo import incremental, job
 
@@ -151,3 +152,40 @@ def test_a_file_published_while_the_job_reads_is_not_from_the_future(spark, tmp_
                       job.sla.load(None))
     assert [reason for kind, reason, count in results.rejected if kind == "probes" and count] == []
     assert results.as_of > T0 + 400 + 30
+
+
+def _queue_windows(spark, ends):
+    return spark.createDataFrame([("dc1", "orders", float(end), False) for end in ends],
+                                 "datacentre string, queue string, window_end double, counters_reset boolean")
+
+
+def test_a_run_reads_back_the_queue_windows_of_an_hour_before_what_it_recomputes_and_no_older(spark, tmp_path):
+    history = str(tmp_path / "history")
+    hours = 6
+    incremental.write_windows(_queue_windows(spark, [T0 + 60 * n for n in range(1, 60 * hours + 1)]),
+                              f"{history}/queue_windows", None)
+    touched = T0 + 3600 * (hours - 1) + 600
+    run = incremental.Run(incremental.Ingested(), incremental.Previous(None, None, None, {}), touched, touched - 60)
+    incremental.read_queue_windows(spark, history, run)
+
+    read_back = [row["window_end"] for row in run.previous.queue_windows.collect()]
+    first_hour = (touched - incremental.QUEUE_HORIZON_SECONDS) // 3600 * 3600
+    assert min(read_back) == first_hour  # the hour the horizon begins in, whole; nothing of the hours before
+    assert max(read_back) == T0 + 60 * 60 * hours
+
+
+def test_a_history_kept_per_day_is_moved_per_hour_once_and_loses_no_window(spark, tmp_path):
+    history = str(tmp_path / "history")
+    ends = [T0 + 60 * n for n in range(1, 200)]
+    (_queue_windows(spark, ends).withColumn("day", (F.col("window_end") / 86400).cast("long"))
+     .write.partitionBy("day").parquet(f"{history}/queue_windows"))
+
+    incremental._hourly(spark, f"{history}/queue_windows")  # pylint: disable=protected-access
+    incremental._hourly(spark, f"{history}/queue_windows")  # pylint: disable=protected-access
+
+    names = {path.name.split("=")[0] for path in (tmp_path / "history" / "queue_windows").iterdir()
+             if path.is_dir()}
+    assert names == {"hour"}
+    assert not (tmp_path / "history" / "queue_windows.hourly").exists()
+    moved = spark.read.parquet(f"{history}/queue_windows")
+    assert sorted(row["window_end"] for row in moved.collect()) == ends

@@ -156,3 +156,18 @@ def test_a_stall_still_going_on_is_not_met_and_burns_budget_before_its_window_en
     (link,) = results.link_sla
     assert (link["windows"], link["good_ratio"], link["passed"]) == (5, pytest.approx(0.8), False)
     assert link["burn_rate"] == pytest.approx(2.0) and link["worst_rpo_seconds"] == pytest.approx(27.0)
+
+
+def test_only_the_queue_series_the_report_draws_come_to_the_driver(spark):
+    rows = [(dc, f"q{index:02d}", float(T0 + 60 * window), float(index), float(index), float(100 - index))
+            for dc in ("dc1", "dc2") for index in range(30) for window in (1, 2)]
+    queue_windows = spark.createDataFrame(rows, "datacentre string, queue string, window_end double, "
+                                                "messages_in_per_second double, acknowledged_per_second double, "
+                                                "message_count_max double")
+    drawn = job._drawn_queue_windows(spark, queue_windows)
+
+    assert drawn["queue_series"] == 60
+    # The 10 busiest (q25-q29 at each datacentre) and the 10 deepest (q00-q04), each with its two windows.
+    expected = {(dc, f"q{index:02d}") for dc in ("dc1", "dc2") for index in (*range(5), *range(25, 30))}
+    assert {(row["datacentre"], row["queue"]) for row in drawn["queue_windows"]} == expected
+    assert len(drawn["queue_windows"]) == 2 * len(expected)
