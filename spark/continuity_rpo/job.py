@@ -64,13 +64,14 @@ def _drawn_queue_windows(spark: SparkSession, queue_windows: DataFrame) -> dict:
     """Results' ``queue_windows`` (only the series the report draws: with thousands of queues, every window of every
     queue would come to the driver) and ``queue_series``."""
     keys = ["datacentre", "queue"]
+    sums = queue_windows.groupBy(*keys).agg(*(F.sum(column).alias(column) for column in report.RANKED_COLUMNS))
     totals = {(row["datacentre"], row["queue"]): {column: row[column] or 0 for column in report.RANKED_COLUMNS}
-              for row in queue_windows.groupBy(*keys).agg(*(F.sum(column).alias(column)
-                                                           for column in report.RANKED_COLUMNS)).collect()}
+              for row in sums.collect()}
     drawn = spark.createDataFrame(sorted(report.drawn_series(totals)), "datacentre string, queue string")
-    return {"queue_windows": _rows(queue_windows.join(F.broadcast(drawn), keys).select(
-                *keys, "window_end", "messages_in_per_second", "acknowledged_per_second", "message_count_max")
-                .orderBy("window_end", *keys)),
+    windows = (queue_windows.join(F.broadcast(drawn), keys)
+               .select(*keys, "window_end", "messages_in_per_second", "acknowledged_per_second", "message_count_max")
+               .orderBy("window_end", *keys))
+    return {"queue_windows": _rows(windows),
             "queue_series": len(totals)}
 
 
