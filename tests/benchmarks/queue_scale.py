@@ -354,15 +354,15 @@ def follow_figures(stderr: str) -> dict:
     """The job's runs in --follow mode from what it printed: each run's seconds ("run took 12.3 s"), the first
     (everything so far) apart from the later ones (what arrived since the run before); the rows the later runs
     ingested ("ingested N queue_samples row(s)")."""
-    took = [float(seconds) for seconds in FOLLOW_RUN.findall(stderr)]
-    runs: list[dict] = [{}]
+    took, rows_per_run, rows = [], [], 0
     for line in stderr.splitlines():
-        ingested = FOLLOW_INGESTED.search(line)
-        if ingested:
-            runs[-1][ingested.group("kind")] = runs[-1].get(ingested.group("kind"), 0) + int(ingested.group("rows"))
-        elif FOLLOW_RUN.search(line):
-            runs.append({})
-    later, later_rows = took[1:], [run.get("queue_samples", 0) for run in runs[1:len(took)]]
+        if (ingested := FOLLOW_INGESTED.search(line)) and ingested.group("kind") == "queue_samples":
+            rows += int(ingested.group("rows"))
+        elif run := FOLLOW_RUN.search(line):
+            took.append(float(run.group(1)))
+            rows_per_run.append(rows)
+            rows = 0
+    later, later_rows = took[1:], rows_per_run[1:]
     return {"runs": len(took), "first_s": took[0] if took else None,
             "later_median_s": statistics.median(later) if later else None, "later_max_s": max(later, default=None),
             "later_queue_rows_median": statistics.median(later_rows) if later_rows else None}
